@@ -1,0 +1,122 @@
+//! Reading JSON Lines files the way users actually have them: LF or CRLF, an optional UTF-8 BOM,
+//! a final newline or not. Anything else (a blank line, invalid UTF-8, a line that is not a JSON
+//! object) is an error naming the file and line; nothing is skipped.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::{DataError, Result};
+
+/// One parsed line: its 1-based line number and its JSON object.
+#[derive(Debug, Clone)]
+pub struct JsonLine {
+    pub number: usize,
+    pub object: Map<String, Value>,
+}
+
+/// Reads `path` as JSON Lines; every line must be a JSON object.
+pub fn read_objects(path: &Path) -> Result<Vec<JsonLine>> {
+    let meta = std::fs::metadata(path).map_err(|e| DataError::io(path, e))?;
+    if meta.is_dir() {
+        return Err(DataError::file(path, "is a directory, expected a .jsonl file"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    parse_objects(path, &bytes)
+}
+
+/// Parses JSON Lines from `bytes`; `path` only names the source in errors.
+pub fn parse_objects(path: &Path, bytes: &[u8]) -> Result<Vec<JsonLine>> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.is_empty() {
+        return Err(DataError::file(path, "file is empty; expected one JSON object per line"));
+    }
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop(); // the final newline
+    }
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, raw) in lines.into_iter().enumerate() {
+        let number = i + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let text = std::str::from_utf8(raw).map_err(|e| {
+            DataError::line(
+                path,
+                number,
+                "(line)",
+                format!("invalid UTF-8 at byte {} of the line; save the file as UTF-8", e.valid_up_to()),
+            )
+        })?;
+        if text.trim().is_empty() {
+            return Err(DataError::line(
+                path,
+                number,
+                "(line)",
+                "blank line; every line must hold one JSON object (remove the blank line)",
+            ));
+        }
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            DataError::line(path, number, "(line)", format!("not valid JSON at column {}: {e}", e.column()))
+        })?;
+        match value {
+            Value::Object(object) => out.push(JsonLine { number, object }),
+            other => {
+                return Err(DataError::line(
+                    path,
+                    number,
+                    "(line)",
+                    format!("expected a JSON object, found {}", kind(&other)),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A JSON value's kind, for "expected X, found Y" messages.
+pub fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(bytes: &[u8]) -> Result<Vec<JsonLine>> {
+        parse_objects(Path::new("f.jsonl"), bytes)
+    }
+
+    #[test]
+    fn accepts_bom_crlf_and_missing_final_newline() {
+        for input in
+            [&b"{\"a\":1}\n{\"a\":2}\n"[..], b"{\"a\":1}\r\n{\"a\":2}\r\n", b"\xEF\xBB\xBF{\"a\":1}\r\n{\"a\":2}"]
+        {
+            let lines = parse(input).unwrap();
+            assert_eq!(lines.len(), 2);
+            assert_eq!(lines[1].number, 2);
+            assert_eq!(lines[1].object["a"], 2);
+        }
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_read_naming_the_line() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"{\"a\":1}\n\n{\"a\":2}\n", "f.jsonl:2: field `(line)`: blank line"),
+            (b"{\"a\":1}\n[1]\n", "f.jsonl:2: field `(line)`: expected a JSON object, found an array"),
+            (b"{\"a\":\xff}\n", "f.jsonl:1: field `(line)`: invalid UTF-8 at byte 5"),
+            (b"{\"a\":1\n", "f.jsonl:1: field `(line)`: not valid JSON"),
+            (b"", "f.jsonl: file is empty"),
+        ];
+        for (input, want) in cases {
+            let err = parse(input).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{err:?} should start with {want:?}");
+        }
+    }
+}

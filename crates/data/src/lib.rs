@@ -1,0 +1,16 @@
+//! The H2HTalk data model.
+//!
+//! - [`Task`] and [`Family`]: the eleven sub-tasks in three families.
+//! - [`official`]: directories in the official layout (one `<stem>.jsonl` per sub-task), for
+//!   references and predictions, with every problem reported as a [`DataError`] that names the
+//!   file, the line and the field.
+//! - [`jsonl`]: the JSON Lines reader underneath (LF/CRLF, BOM, final newline or not).
+
+pub mod error;
+pub mod jsonl;
+pub mod official;
+mod task;
+
+pub use error::{DataError, Result};
+pub use official::{TaskDir, TaskFile, load_predictions, load_references};
+pub use task::{Family, Task};
