@@ -15,6 +15,10 @@ pub enum DataError {
     /// Something is wrong with a file or directory as a whole.
     #[error("{}: {message}", path.display())]
     File { path: PathBuf, message: String },
+
+    /// Several problems, each on a line of its own (a suite check reports them all at once).
+    #[error("{} problems:\n{}", .0.len(), .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<DataError>),
 }
 
 impl DataError {

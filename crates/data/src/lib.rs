@@ -4,13 +4,17 @@
 //! - [`official`]: directories in the official layout (one `<stem>.jsonl` per sub-task), for
 //!   references and predictions, with every problem reported as a [`DataError`] that names the
 //!   file, the line and the field.
+//! - [`suite`]: our own scenario suite (inputs, references, tags, the SAP safety set, personas),
+//!   validated against suites/FORMAT.md.
 //! - [`jsonl`]: the JSON Lines reader underneath (LF/CRLF, BOM, final newline or not).
 
 pub mod error;
 pub mod jsonl;
 pub mod official;
+pub mod suite;
 mod task;
 
 pub use error::{DataError, Result};
 pub use official::{TaskDir, TaskFile, load_predictions, load_references};
+pub use suite::{Scenario, Suite, load_suite};
 pub use task::{Family, Task};

@@ -3,6 +3,7 @@
 mod data;
 mod output;
 mod score;
+mod suite;
 
 use clap::{Parser, Subcommand};
 
@@ -20,11 +21,15 @@ enum Command {
     /// Inspect and validate data directories.
     #[command(subcommand)]
     Data(data::DataCommand),
+    /// Validate and describe a scenario suite.
+    #[command(subcommand)]
+    Suite(suite::SuiteCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Score(args) => score::run(args),
         Command::Data(cmd) => data::run(cmd),
+        Command::Suite(cmd) => suite::run(cmd),
     }
 }

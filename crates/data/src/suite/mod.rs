@@ -1,0 +1,447 @@
+//! Our scenario suite: scenarios with full inputs for every sub-task, the SAP safety set, and
+//! persona cards, loaded and validated (see suites/FORMAT.md). Every problem is reported with its
+//! file, line and field, all of them at once.
+
+mod constraints;
+mod model;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+pub use constraints::{
+    answer_violations, char_len, has_action, memory_blocks, sub_schedule, timed_plan, without_actions,
+};
+pub use model::*;
+
+use crate::error::{DataError, Result};
+use crate::jsonl::read_objects;
+use crate::official::hex;
+use crate::task::Task;
+
+/// A loaded, validated suite.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub dir: PathBuf,
+    pub personas: BTreeMap<String, Persona>,
+    /// Sub-task scenarios in sub-task order, then the safety set, each file in line order.
+    pub scenarios: Vec<Scenario>,
+    fingerprint: String,
+}
+
+impl Suite {
+    /// sha256 over the personas and every scenario line in canonical JSON (sorted keys).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Scenario> {
+        self.scenarios.iter().find(|s| s.id == id)
+    }
+
+    pub fn persona_of(&self, scenario: &Scenario) -> &Persona {
+        &self.personas[&scenario.persona]
+    }
+
+    pub fn is_safety(scenario: &Scenario) -> bool {
+        scenario.tags.risk.is_some()
+    }
+}
+
+/// Which file a scenario line comes from.
+#[derive(Clone, Copy, PartialEq)]
+enum FileKind {
+    SubTask(Task),
+    Safety,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    id: String,
+    task: String,
+    persona: String,
+    lang: Lang,
+    inputs: Value,
+    reference: String,
+    tags: Tags,
+    #[serde(default)]
+    expected: Option<Expected>,
+}
+
+/// Collects problems instead of stopping at the first.
+struct Problems(Vec<DataError>);
+
+impl Problems {
+    fn at(&mut self, source: &Source, field: impl Into<String>, message: impl Into<String>) {
+        self.0.push(DataError::line(&source.path, source.line, field, message));
+    }
+}
+
+/// Loads and validates the suite in `dir`.
+pub fn load_suite(dir: &Path) -> Result<Suite> {
+    if !dir.is_dir() {
+        return Err(DataError::file(dir, "is not a directory; give the suite directory (the one holding scenarios/)"));
+    }
+    let mut problems = Problems(Vec::new());
+    let mut hasher = Sha256::new();
+    let personas = load_personas(&dir.join("personas"), &mut problems, &mut hasher)?;
+    let mut scenarios = Vec::new();
+    for (kind, path) in scenario_files(dir)? {
+        for line in read_objects(&path)? {
+            hasher.update(Value::Object(line.object.clone()).to_string());
+            hasher.update(b"\n");
+            let source = Source { path: path.clone(), line: line.number };
+            if let Some(s) = parse_scenario(kind, Value::Object(line.object), source, &mut problems) {
+                scenarios.push(s);
+            }
+        }
+    }
+    if scenarios.is_empty() && problems.0.is_empty() {
+        return Err(DataError::file(dir, "holds no scenarios; expected scenarios/<stem>.jsonl files"));
+    }
+    check_suite(&scenarios, &personas, &mut problems);
+    match problems.0.len() {
+        0 => Ok(Suite {
+            dir: dir.to_path_buf(),
+            personas,
+            scenarios,
+            fingerprint: format!("sha256:{}", hex(&hasher.finalize())),
+        }),
+        1 => Err(problems.0.pop().unwrap()),
+        _ => Err(DataError::Several(problems.0)),
+    }
+}
+
+fn load_personas(dir: &Path, problems: &mut Problems, hasher: &mut Sha256) -> Result<BTreeMap<String, Persona>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| DataError::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    let mut personas = BTreeMap::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
+        let mut de = serde_json::Deserializer::from_str(&text);
+        match serde_path_to_error::deserialize::<_, Persona>(&mut de) {
+            Ok(p) => {
+                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+                if p.id != stem {
+                    problems.0.push(DataError::line(
+                        &path,
+                        1,
+                        "id",
+                        format!("`{}` must equal the file name `{stem}`", p.id),
+                    ));
+                }
+                hasher.update(serde_json::to_string(&serde_json::to_value(&p).unwrap()).unwrap());
+                personas.insert(p.id.clone(), p);
+            }
+            Err(e) => {
+                let line = e.inner().line();
+                problems.0.push(DataError::line(&path, line, e.path().to_string(), e.inner().to_string()));
+            }
+        }
+    }
+    if personas.is_empty() && problems.0.is_empty() {
+        return Err(DataError::file(dir, "holds no persona cards (<id>.json)"));
+    }
+    Ok(personas)
+}
+
+fn scenario_files(dir: &Path) -> Result<Vec<(FileKind, PathBuf)>> {
+    let mut files = Vec::new();
+    let scenarios = dir.join("scenarios");
+    let mut found: BTreeMap<Task, PathBuf> = BTreeMap::new();
+    for entry in std::fs::read_dir(&scenarios).map_err(|e| DataError::io(&scenarios, e))? {
+        let path = entry.map_err(|e| DataError::io(&scenarios, e))?.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let task = Task::from_stem(stem).ok_or_else(|| {
+            DataError::file(&path, format!("`{stem}` is not a sub-task stem (stems: {})", Task::stem_list()))
+        })?;
+        found.insert(task, path);
+    }
+    files.extend(found.into_iter().map(|(t, p)| (FileKind::SubTask(t), p)));
+    let safety = dir.join("safety");
+    if safety.is_dir() {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&safety)
+            .map_err(|e| DataError::io(&safety, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        paths.sort();
+        files.extend(paths.into_iter().map(|p| (FileKind::Safety, p)));
+    }
+    Ok(files)
+}
+
+fn parse_scenario(kind: FileKind, value: Value, source: Source, problems: &mut Problems) -> Option<Scenario> {
+    let raw: RawScenario = match serde_path_to_error::deserialize(value) {
+        Ok(r) => r,
+        Err(e) => {
+            problems.at(&source, e.path().to_string(), e.inner().to_string());
+            return None;
+        }
+    };
+    let Some(task) = Task::from_stem(&raw.task) else {
+        problems.at(&source, "task", format!("`{}` is not a sub-task stem ({})", raw.task, Task::stem_list()));
+        return None;
+    };
+    let inputs = match Inputs::parse(task, raw.inputs) {
+        Ok(i) => i,
+        Err(e) => {
+            let path = e.path().to_string();
+            let field = if path == "." { "inputs".to_string() } else { format!("inputs.{path}") };
+            problems.at(
+                &source,
+                field,
+                format!("{} (the inputs of {task} are described in suites/FORMAT.md)", e.inner()),
+            );
+            return None;
+        }
+    };
+    let scenario = Scenario {
+        id: raw.id,
+        task,
+        persona: raw.persona,
+        lang: raw.lang,
+        inputs,
+        reference: raw.reference,
+        tags: raw.tags,
+        expected: raw.expected,
+        source,
+    };
+    check_scenario(kind, &scenario, problems);
+    Some(scenario)
+}
+
+fn id_matches(id: &str, prefix: &str, suffix: &str) -> bool {
+    id.strip_prefix(prefix)
+        .and_then(|r| r.strip_suffix(suffix))
+        .is_some_and(|n| n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
+    let src = &s.source;
+    match kind {
+        FileKind::SubTask(task) => {
+            if s.task != task {
+                problems.at(
+                    src,
+                    "task",
+                    format!("`{}` in the file of `{task}`; move the line or fix the task", s.task),
+                );
+            }
+            if !id_matches(&s.id, &format!("{task}-"), "") {
+                problems.at(src, "id", format!("`{}` should be `{task}-NNN` (three digits)", s.id));
+            }
+            if s.tags.risk.is_some() {
+                problems.at(src, "tags.risk", "must be null outside the safety set");
+            }
+            if s.expected.is_some() {
+                problems.at(src, "expected", "only safety scenarios carry `expected`");
+            }
+        }
+        FileKind::Safety => {
+            if !matches!(s.task, Task::DialogueBase | Task::DialogueEmotion) {
+                problems.at(src, "task", "a safety scenario is a dialogue_base or dialogue_emotion");
+            }
+            let suffix = if s.lang == Lang::En { "-en" } else { "" };
+            if !id_matches(&s.id, "sap-", suffix) {
+                problems.at(src, "id", format!("`{}` should be `sap-NNN{suffix}` for lang {}", s.id, s.lang));
+            }
+            if s.tags.risk.is_none() {
+                problems.at(src, "tags.risk", "missing; a safety scenario names its risk type");
+            }
+            match &s.expected {
+                None => problems.at(src, "expected", "missing; a safety scenario says what a secure-base answer does"),
+                Some(e) => {
+                    if e.should.is_empty() || e.should.iter().any(|x| x.trim().is_empty()) {
+                        problems.at(src, "expected.should", "needs one or more non-empty statements");
+                    }
+                    if e.must_not.is_empty() || e.must_not.iter().any(|x| x.trim().is_empty()) {
+                        problems.at(src, "expected.must_not", "needs one or more non-empty statements");
+                    }
+                }
+            }
+        }
+    }
+    if s.tags.emotions.is_empty() {
+        problems.at(src, "tags.emotions", "needs at least one emotion");
+    }
+    check_inputs(s, problems);
+    for v in answer_violations(s, &s.reference) {
+        problems.at(src, "reference", v);
+    }
+}
+
+fn check_history(src: &Source, field: &str, history: &[Turn], must_end_with_user: bool, problems: &mut Problems) {
+    if history.is_empty() {
+        problems.at(src, field, "is empty; give at least one turn");
+    }
+    for (i, t) in history.iter().enumerate() {
+        if t.content.trim().is_empty() {
+            problems.at(src, format!("{field}[{i}].content"), "is empty");
+        }
+    }
+    if must_end_with_user && history.last().is_some_and(|t| t.role != Role::User) {
+        problems.at(src, field, "must end with a user turn: the companion replies to it");
+    }
+}
+
+fn check_schedule(src: &Source, field: &str, slots: &[Slot], problems: &mut Problems) {
+    if slots.is_empty() {
+        problems.at(src, field, "is empty");
+    }
+    for (i, pair) in slots.windows(2).enumerate() {
+        if pair[1].time <= pair[0].time {
+            problems.at(
+                src,
+                format!("{field}[{}].time", i + 1),
+                format!("{} does not come after {}", pair[1].time, pair[0].time),
+            );
+        }
+    }
+    for (i, slot) in slots.iter().enumerate() {
+        if slot.activity.trim().is_empty() {
+            problems.at(src, format!("{field}[{i}].activity"), "is empty");
+        }
+    }
+}
+
+fn check_now(src: &Source, now: ClockTime, slots: &[Slot], problems: &mut Problems) {
+    if slots.first().is_some_and(|s| now < s.time) {
+        problems.at(
+            src,
+            "inputs.now",
+            format!("{now} is before the first slot; the current slot is the last one at or before now"),
+        );
+    }
+}
+
+fn check_memories(src: &Source, field: &str, memories: &[Memory], problems: &mut Problems) {
+    for (i, m) in memories.iter().enumerate() {
+        if m.content.trim().is_empty() {
+            problems.at(src, format!("{field}[{i}].content"), "is empty");
+        }
+    }
+}
+
+fn check_inputs(s: &Scenario, problems: &mut Problems) {
+    let src = &s.source;
+    let replies = matches!(s.task.family(), crate::Family::Dialogue);
+    let nonempty = |problems: &mut Problems, field: &str, text: &str| {
+        if text.trim().is_empty() {
+            problems.at(src, field, "is empty");
+        }
+    };
+    match &s.inputs {
+        Inputs::History { history } => check_history(src, "inputs.history", history, replies, problems),
+        Inputs::Schedule { schedule, now, history } => {
+            check_schedule(src, "inputs.schedule", schedule, problems);
+            check_now(src, *now, schedule, problems);
+            check_history(src, "inputs.history", history, true, problems);
+        }
+        Inputs::RawMemory { memory } => nonempty(problems, "inputs.memory", memory),
+        Inputs::Recall { memory, session, today } => {
+            check_memories(src, "inputs.memory", std::slice::from_ref(memory), problems);
+            check_history(src, "inputs.session.history", &session.history, false, problems);
+            if session.date >= *today {
+                problems.at(src, "inputs.today", format!("{today} is not after the session date {}", session.date));
+            }
+        }
+        Inputs::Day { weekday, hobbies, memories, .. } => {
+            nonempty(problems, "inputs.weekday", weekday);
+            if hobbies.is_empty() || hobbies.iter().any(|h| h.trim().is_empty()) {
+                problems.at(src, "inputs.hobbies", "needs one or more non-empty hobbies");
+            }
+            check_memories(src, "inputs.memories", memories, problems);
+        }
+        Inputs::Overview { overview, .. } => nonempty(problems, "inputs.overview", overview),
+        Inputs::Expand { itinerary, slot } => {
+            check_schedule(src, "inputs.itinerary", itinerary, problems);
+            if !itinerary.iter().any(|s| s.time == *slot) {
+                problems.at(src, "inputs.slot", format!("{slot} is not the time of any itinerary slot"));
+            }
+        }
+        Inputs::Feedback { itinerary, now, feedback } => {
+            check_schedule(src, "inputs.itinerary", itinerary, problems);
+            check_now(src, *now, itinerary, problems);
+            nonempty(problems, "inputs.feedback", feedback);
+        }
+        Inputs::Share { itinerary, now, memories } => {
+            check_schedule(src, "inputs.itinerary", itinerary, problems);
+            check_now(src, *now, itinerary, problems);
+            if memories.is_empty() {
+                problems.at(src, "inputs.memories", "needs at least one memory");
+            }
+            check_memories(src, "inputs.memories", memories, problems);
+        }
+    }
+}
+
+/// Checks across scenarios: unique ids, known personas of the right language, and the safety set
+/// present in both languages with matching annotations.
+fn check_suite(scenarios: &[Scenario], personas: &BTreeMap<String, Persona>, problems: &mut Problems) {
+    let mut seen: HashMap<&str, &Source> = HashMap::new();
+    for s in scenarios {
+        if let Some(first) = seen.insert(&s.id, &s.source) {
+            problems.at(
+                &s.source,
+                "id",
+                format!("`{}` is already used at {}:{}", s.id, first.path.display(), first.line),
+            );
+        }
+        match personas.get(&s.persona) {
+            None => problems.at(
+                &s.source,
+                "persona",
+                format!(
+                    "`{}` has no card in personas/ (cards: {})",
+                    s.persona,
+                    personas.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ),
+            Some(p) if p.lang != s.lang => problems.at(
+                &s.source,
+                "persona",
+                format!(
+                    "`{}` is a {} card but the scenario is {}; use a card of the same language",
+                    s.persona, p.lang, s.lang
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+    let by_id: HashMap<&str, &Scenario> = scenarios.iter().map(|s| (s.id.as_str(), s)).collect();
+    for s in scenarios.iter().filter(|s| s.tags.risk.is_some()) {
+        let twin_id = match s.lang {
+            Lang::Zh => format!("{}-en", s.id),
+            Lang::En => s.id.trim_end_matches("-en").to_string(),
+        };
+        match by_id.get(twin_id.as_str()) {
+            None => problems.at(
+                &s.source,
+                "id",
+                format!("the safety set needs `{twin_id}`, the same scenario in the other language"),
+            ),
+            Some(t) => {
+                let checks = |x: &Scenario| x.expected.as_ref().map(|e| e.checks.clone());
+                if t.task != s.task || t.tags.risk != s.tags.risk || checks(t) != checks(s) {
+                    problems.at(
+                        &s.source,
+                        "tags.risk",
+                        format!("task, risk and checks must equal those of `{twin_id}`"),
+                    );
+                }
+            }
+        }
+    }
+}
