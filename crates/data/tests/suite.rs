@@ -62,6 +62,9 @@ fn edit_line(dir: &Path, file: &str, n: usize, edit: impl FnOnce(&mut Value)) {
     fs::write(&path, lines.join("\n") + "\n").unwrap();
 }
 
+/// A named fault: how to introduce it, and the error text it must produce.
+type FaultCase = (&'static str, Box<dyn FnOnce(&Path)>, &'static str);
+
 fn error_of(edit: impl FnOnce(&Path)) -> String {
     let tmp = copy_suite();
     edit(tmp.path());
@@ -70,7 +73,7 @@ fn error_of(edit: impl FnOnce(&Path)) -> String {
 
 #[test]
 fn faults_are_reported_with_file_line_and_field() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&Path)>, &str)> = vec![
+    let cases: Vec<FaultCase> = vec![
         (
             "unknown input key",
             Box::new(|d| {

@@ -2,6 +2,7 @@
 
 mod data;
 mod output;
+mod prompt;
 mod score;
 mod suite;
 
@@ -21,6 +22,9 @@ enum Command {
     /// Inspect and validate data directories.
     #[command(subcommand)]
     Data(data::DataCommand),
+    /// Show the prompts built from the suite's templates.
+    #[command(subcommand)]
+    Prompt(prompt::PromptCommand),
     /// Validate and describe a scenario suite.
     #[command(subcommand)]
     Suite(suite::SuiteCommand),
@@ -31,5 +35,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Score(args) => score::run(args),
         Command::Data(cmd) => data::run(cmd),
         Command::Suite(cmd) => suite::run(cmd),
+        Command::Prompt(cmd) => prompt::run(cmd),
     }
 }

@@ -1,0 +1,20 @@
+//! The H2HTalk runner: prompts built from templates, persona cards and the Secure Attachment
+//! Persona module ([`sap`]); later also the run loop and its store.
+
+pub mod prompt;
+pub mod sap;
+
+use std::path::PathBuf;
+
+pub use prompt::{Message, Prompts, SapMode};
+pub use sap::Sap;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: field `{field}`: {message}", path.display())]
+    Invalid { path: PathBuf, field: String, message: String },
+    #[error("template {}: {message}", path.display())]
+    Template { path: PathBuf, message: String },
+}
