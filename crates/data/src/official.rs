@@ -25,7 +25,7 @@ pub struct TaskFile {
     pub texts: Vec<String>,
 }
 
-/// A directory in the official layout, every sub-task present.
+/// A directory in the official layout.
 #[derive(Debug, Clone)]
 pub struct TaskDir {
     pub dir: PathBuf,
@@ -57,8 +57,9 @@ impl TaskDir {
         format!("sha256:{}", hex(&h.finalize()))
     }
 
+    /// The texts of `task`; empty when the directory has no file for it.
     pub fn texts(&self, task: Task) -> &[String] {
-        &self.files[&task].texts
+        self.files.get(&task).map_or(&[], |f| &f.texts)
     }
 }
 
@@ -66,8 +67,10 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Lists `dir`'s `.jsonl` files, failing on any that is not a sub-task stem and on any stem missing.
-fn task_paths(dir: &Path) -> Result<Vec<(Task, PathBuf)>> {
+/// Lists `dir`'s `.jsonl` files, failing on any that is not a sub-task stem. With `expected`, the
+/// stems must be exactly those (a prediction directory mirrors its references); without, at least
+/// one must be there.
+fn task_paths(dir: &Path, expected: Option<&[Task]>) -> Result<Vec<(Task, PathBuf)>> {
     let entries = std::fs::read_dir(dir).map_err(|e| DataError::io(dir, e))?;
     let mut found = BTreeMap::new();
     for entry in entries {
@@ -88,19 +91,38 @@ fn task_paths(dir: &Path) -> Result<Vec<(Task, PathBuf)>> {
         })?;
         found.insert(task, path);
     }
-    let missing: Vec<_> = Task::ALL.iter().filter(|t| !found.contains_key(t)).map(|t| t.stem()).collect();
+    let Some(expected) = expected else {
+        if found.is_empty() {
+            return Err(DataError::file(dir, format!("holds no <stem>.jsonl file (stems: {})", Task::stem_list())));
+        }
+        return Ok(found.into_iter().collect());
+    };
+    let missing: Vec<_> = expected.iter().filter(|t| !found.contains_key(t)).map(|t| format!("{t}.jsonl")).collect();
     if !missing.is_empty() {
         return Err(DataError::file(
             dir,
-            format!("missing file(s): {}; every sub-task needs its <stem>.jsonl", missing.join(".jsonl, ") + ".jsonl"),
+            format!(
+                "missing file(s): {}; the references have them, so the predictions need them too",
+                missing.join(", ")
+            ),
+        ));
+    }
+    if let Some((task, path)) = found.iter().find(|(t, _)| !expected.contains(t)) {
+        return Err(DataError::file(
+            path,
+            format!("unexpected file: the references have no {task}.jsonl; remove it or add its references"),
         ));
     }
     Ok(found.into_iter().collect())
 }
 
-fn load_dir(dir: &Path, parse_file: impl Fn(Task, &Path, Vec<JsonLine>) -> Result<Vec<String>>) -> Result<TaskDir> {
+fn load_dir(
+    dir: &Path,
+    expected: Option<&[Task]>,
+    parse_file: impl Fn(Task, &Path, Vec<JsonLine>) -> Result<Vec<String>>,
+) -> Result<TaskDir> {
     let mut files = BTreeMap::new();
-    for (task, path) in task_paths(dir)? {
+    for (task, path) in task_paths(dir, expected)? {
         let lines = read_objects(&path)?;
         let bytes = std::fs::read(&path).map_err(|e| DataError::io(&path, e))?;
         let texts = parse_file(task, &path, lines)?;
@@ -109,9 +131,10 @@ fn load_dir(dir: &Path, parse_file: impl Fn(Task, &Path, Vec<JsonLine>) -> Resul
     Ok(TaskDir { dir: dir.to_path_buf(), files })
 }
 
-/// Loads an official reference directory: every line exactly `{"response": "<string>"}`.
+/// Loads a reference directory: one or more `<stem>.jsonl` (the official release has all eleven),
+/// every line exactly `{"response": "<string>"}`.
 pub fn load_references(dir: &Path) -> Result<TaskDir> {
-    load_dir(dir, |_, path, lines| {
+    load_dir(dir, None, |_, path, lines| {
         lines
             .into_iter()
             .map(|line| {
@@ -202,9 +225,10 @@ fn last_assistant_turn(path: &Path, line: &JsonLine) -> Result<String> {
     Err(err("no assistant (or gpt) turn; the prediction is the last assistant turn".into()))
 }
 
-/// Loads a prediction directory and matches it to `references` item by item.
+/// Loads a prediction directory (the same stems as `references`) and matches it to them item by item.
 pub fn load_predictions(dir: &Path, references: &TaskDir) -> Result<TaskDir> {
-    load_dir(dir, |task, path, lines| {
+    let stems: Vec<Task> = references.files.keys().copied().collect();
+    load_dir(dir, Some(&stems), |task, path, lines| {
         let parsed = lines.iter().map(|l| parse_prediction(path, l)).collect::<Result<Vec<_>>>()?;
         match_to_references(path, parsed, references.texts(task).len())
     })

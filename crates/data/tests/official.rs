@@ -65,10 +65,9 @@ fn reference_faults_name_file_line_and_field() {
         assert!(err.contains(want), "{err}\nshould contain {want}");
     }
 
-    let dir = references(1);
-    fs::remove_file(dir.path().join("itinerary_basic.jsonl")).unwrap();
-    let err = load_references(dir.path()).unwrap_err().to_string();
-    assert!(err.contains("missing file(s): itinerary_basic.jsonl"), "{err}");
+    let empty = TempDir::new().unwrap();
+    let err = load_references(empty.path()).unwrap_err().to_string();
+    assert!(err.contains("holds no <stem>.jsonl file"), "{err}");
 
     let dir = references(1);
     fs::write(dir.path().join("dialogue_extra.jsonl"), "{\"response\": \"x\"}\n").unwrap();
@@ -100,6 +99,27 @@ fn predictions_accept_three_shapes_matched_by_line() {
     ]);
     let set = load_predictions(sharegpt.path(), &refs).unwrap();
     assert_eq!(set.texts(Task::ItineraryFeedback), ["a", "", "c"]);
+}
+
+#[test]
+fn a_subset_of_references_needs_exactly_the_same_prediction_files() {
+    let refs_dir = references(2);
+    fs::remove_file(refs_dir.path().join("itinerary_basic.jsonl")).unwrap();
+    let refs = load_references(refs_dir.path()).unwrap();
+    assert_eq!(refs.files.len(), 10);
+    assert!(refs.texts(Task::ItineraryBasic).is_empty());
+
+    let preds = predictions(&[r#"{"response": "a"}"#, r#"{"response": "b"}"#]);
+    let err = load_predictions(preds.path(), &refs).unwrap_err().to_string();
+    assert!(
+        err.contains("itinerary_basic.jsonl: unexpected file: the references have no itinerary_basic.jsonl"),
+        "{err}"
+    );
+
+    fs::remove_file(preds.path().join("itinerary_basic.jsonl")).unwrap();
+    fs::remove_file(preds.path().join("dialogue_schedule.jsonl")).unwrap();
+    let err = load_predictions(preds.path(), &refs).unwrap_err().to_string();
+    assert!(err.contains("missing file(s): dialogue_schedule.jsonl; the references have them"), "{err}");
 }
 
 #[test]

@@ -5,10 +5,12 @@
 //! - [`bleu`]: nltk `sentence_bleu`, method1 smoothing, the evaluator's four weight vectors.
 //! - [`rouge`]: the evaluator's ROUGE-1/2/L F1.
 //! - [`score_pair`] under a [`Profile`] (`paper` or `strict`), and [`lexical_signature`].
+//! - [`composite`]: the paper's weighted composite of the nine metrics.
 //!
 //! Light dependencies only: this crate builds and tests in seconds.
 
 pub mod bleu;
+mod composite;
 mod fsum;
 mod lexical;
 pub mod rouge;
@@ -17,6 +19,7 @@ mod summary;
 pub mod text;
 mod tokenize;
 
+pub use composite::{COMPOSITE_WEIGHTS, composite, composite_of};
 pub use fsum::fsum;
 pub use lexical::{DropReason, Lexical, Outcome, Profile, score_pair};
 pub use signature::{VERSION, lexical_signature};

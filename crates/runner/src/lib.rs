@@ -2,7 +2,9 @@
 //! Persona module ([`sap`]); later also the run loop and its store.
 
 pub mod prompt;
+pub mod run;
 pub mod sap;
+pub mod store;
 
 use std::path::PathBuf;
 

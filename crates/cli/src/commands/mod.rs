@@ -1,8 +1,13 @@
 //! Command-line definitions and dispatch.
 
 mod data;
+mod model;
+mod models;
 mod output;
+mod progress;
 mod prompt;
+mod run;
+mod runs;
 mod score;
 mod suite;
 
@@ -17,11 +22,19 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the benchmark: generate with a model on the suite, store, score and summarise.
+    Run(Box<run::RunArgs>),
+    /// List, show and export stored runs.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
     /// Score predictions against references (official layout: one <stem>.jsonl per sub-task).
     Score(score::ScoreArgs),
     /// Inspect and validate data directories.
     #[command(subcommand)]
     Data(data::DataCommand),
+    /// Install and locate the metric models (m3e-small for BERTScore and embedding similarity).
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
     /// Show the prompts built from the suite's templates.
     #[command(subcommand)]
     Prompt(prompt::PromptCommand),
@@ -32,8 +45,11 @@ enum Command {
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Run(args) => run::run(*args),
+        Command::Runs(cmd) => runs::run(cmd),
         Command::Score(args) => score::run(args),
         Command::Data(cmd) => data::run(cmd),
+        Command::Models(cmd) => models::run(cmd),
         Command::Suite(cmd) => suite::run(cmd),
         Command::Prompt(cmd) => prompt::run(cmd),
     }

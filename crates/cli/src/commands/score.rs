@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use h2htalk_data::{Task, TaskDir, load_predictions, load_references};
-use h2htalk_metrics::{Lexical, Outcome, Profile, Summary, Tokenizer, lexical_signature, score_pair};
+use h2htalk_metrics::{
+    Lexical, Outcome, Profile, Summary, Tokenizer, VERSION, composite, lexical_signature, score_pair,
+};
+use h2htalk_neural::{NeuralScores, NeuralSetup};
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -49,6 +52,16 @@ pub struct ScoreArgs {
     /// Format of the summary on standard output.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// BERTScore model directory (config.json, model.safetensors or pytorch_model.bin,
+    /// tokenizer.json or vocab.txt). Default: m3e-small from `h2htalk models fetch`, a stand-in.
+    #[arg(long, value_name = "DIR")]
+    bertscore_model: Option<PathBuf>,
+    /// Hidden states after this layer (default: 8 for bert-base-chinese, else the last layer).
+    #[arg(long, value_name = "N")]
+    bertscore_layer: Option<usize>,
+    /// Embedding-similarity model directory (mean pooling, cosine). Default: m3e-small, a stand-in.
+    #[arg(long, value_name = "DIR")]
+    embedding_model: Option<PathBuf>,
 }
 
 /// One pair's result.
@@ -56,26 +69,78 @@ struct PairResult {
     task: Task,
     index: usize,
     outcome: Outcome,
+    neural: Option<NeuralScores>,
+}
+
+impl PairResult {
+    /// The pair's values in the order of `names`, or `None` if it was dropped.
+    fn values(&self, metrics: MetricSet) -> Option<Vec<f64>> {
+        let lexical = self.outcome.scores()?;
+        let mut values = Vec::new();
+        if !matches!(metrics, MetricSet::Neural) {
+            values.extend(lexical.values());
+        }
+        if !matches!(metrics, MetricSet::Lexical) {
+            let n = self.neural.expect("neural metrics computed for every scored pair");
+            values.extend(n.values());
+            if matches!(metrics, MetricSet::All) {
+                values.push(composite(&lexical, n.bertscore, n.embedding));
+            }
+        }
+        Some(values)
+    }
+}
+
+fn metric_names(metrics: MetricSet) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    if !matches!(metrics, MetricSet::Neural) {
+        names.extend(Lexical::NAMES);
+    }
+    if !matches!(metrics, MetricSet::Lexical) {
+        names.extend(NeuralScores::NAMES);
+    }
+    if matches!(metrics, MetricSet::All) {
+        names.push("composite");
+    }
+    names
 }
 
 pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
-    if !matches!(args.metrics, MetricSet::Lexical) {
-        bail!(
-            "--metrics neural and --metrics all need the neural metrics, which this build does not include yet; use --metrics lexical"
-        );
+    let neural = !matches!(args.metrics, MetricSet::Lexical);
+    if !neural && (args.bertscore_model.is_some() || args.bertscore_layer.is_some() || args.embedding_model.is_some()) {
+        bail!("--bertscore-model, --bertscore-layer and --embedding-model apply to --metrics neural or all");
     }
     let references = load_references(&args.references).context("loading references")?;
     let predictions = load_predictions(&args.predictions, &references).context("loading predictions")?;
-    let results = score_all(&references, &predictions, args.profile);
+    // Models load before any scoring, so that a missing model stops the command at once.
+    let setup = if neural {
+        Some(
+            NeuralSetup::load(
+                args.profile,
+                args.bertscore_model.as_deref(),
+                args.bertscore_layer,
+                args.embedding_model.as_deref(),
+            )
+            .context("loading the neural metric models")?,
+        )
+    } else {
+        None
+    };
+    let (results, neural_signature) = score_all(&references, &predictions, args.profile, setup.as_ref())?;
 
-    let mut summary = Summary::new(&Lexical::NAMES);
+    let names = metric_names(args.metrics);
+    let mut summary = Summary::new(&names);
     for r in &results {
-        let values = r.outcome.scores().map(|s| s.values());
-        summary.add(r.task, values.as_ref().map(|v| &v[..]), r.outcome == Outcome::EmptyPrediction);
+        let values = r.values(args.metrics);
+        summary.add(r.task, values.as_deref(), r.outcome == Outcome::EmptyPrediction);
     }
-    let signature = lexical_signature(args.profile);
+    let signature = match (args.metrics, neural_signature) {
+        (MetricSet::Lexical, _) | (_, None) => lexical_signature(args.profile),
+        (MetricSet::Neural, Some(n)) => format!("profile:{}|{n}|h2htalk:{VERSION}", args.profile.name()),
+        (MetricSet::All, Some(n)) => format!("{}|{n}", lexical_signature(args.profile)),
+    };
     if let Some(path) = &args.output {
-        write_atomically(path, pair_lines(&results).as_bytes())?;
+        write_atomically(path, pair_lines(&results, args.metrics, &names).as_bytes())?;
     }
     let text = match args.format {
         Format::Table => table(&summary, &signature),
@@ -86,10 +151,18 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn score_all(references: &TaskDir, predictions: &TaskDir, profile: Profile) -> Vec<PairResult> {
+/// Scores every pair; with a neural setup, also BERTScore and embedding similarity, and returns
+/// the neural part of the signature.
+fn score_all(
+    references: &TaskDir,
+    predictions: &TaskDir,
+    profile: Profile,
+    setup: Option<&NeuralSetup>,
+) -> anyhow::Result<(Vec<PairResult>, Option<String>)> {
     let tokenizer = Tokenizer::global();
-    let pairs: Vec<(Task, usize, &str, &str)> = Task::ALL
-        .iter()
+    let pairs: Vec<(Task, usize, &str, &str)> = references
+        .files
+        .keys()
         .flat_map(|&task| {
             references
                 .texts(task)
@@ -99,22 +172,35 @@ fn score_all(references: &TaskDir, predictions: &TaskDir, profile: Profile) -> V
                 .map(move |(i, (r, p))| (task, i + 1, p.as_str(), r.as_str()))
         })
         .collect();
-    pairs
-        .into_par_iter()
-        .map(|(task, index, p, r)| PairResult { task, index, outcome: score_pair(tokenizer, profile, p, r) })
-        .collect()
+    let mut results: Vec<PairResult> = pairs
+        .par_iter()
+        .map(|&(task, index, p, r)| PairResult {
+            task,
+            index,
+            outcome: score_pair(tokenizer, profile, p, r),
+            neural: None,
+        })
+        .collect();
+    let Some(setup) = setup else { return Ok((results, None)) };
+    let texts: Vec<(&str, &str)> = pairs.iter().map(|&(_, _, p, r)| (p, r)).collect();
+    let run = setup.score_pairs(profile, &texts).context("computing the neural metrics")?;
+    for (result, scores) in results.iter_mut().zip(&run.scores) {
+        assert_eq!(result.outcome.scores().is_some(), scores.is_some(), "lexical and neural drop rules agree");
+        result.neural = *scores;
+    }
+    Ok((results, Some(setup.signature(&run))))
 }
 
-/// One JSON object per pair: task, index and the seven metrics, or `dropped: true`.
-fn pair_lines(results: &[PairResult]) -> String {
+/// One JSON object per pair: task, index and the metrics, or `dropped: true`.
+fn pair_lines(results: &[PairResult], metrics: MetricSet, names: &[&str]) -> String {
     let mut out = String::with_capacity(results.len() * 200);
     for r in results {
         let mut obj = Map::new();
         obj.insert("task".into(), json!(r.task.stem()));
         obj.insert("index".into(), json!(r.index));
-        match r.outcome.scores() {
-            Some(s) => {
-                for (name, v) in Lexical::NAMES.iter().zip(s.values()) {
+        match r.values(metrics) {
+            Some(values) => {
+                for (name, v) in names.iter().zip(values) {
                     obj.insert((*name).into(), json!(v));
                 }
             }
@@ -135,15 +221,16 @@ fn fmt_mean(m: Option<f64>) -> String {
 fn table(summary: &Summary, signature: &str) -> String {
     let mut out = String::new();
     let _ = write!(out, "{:<24} {:>6} {:>7}", "task", "scored", "dropped");
-    for name in &summary.metrics {
-        let _ = write!(out, " {name:>7}");
+    let widths: Vec<usize> = summary.metrics.iter().map(|n| n.len().max(7)).collect();
+    for (name, w) in summary.metrics.iter().zip(&widths) {
+        let _ = write!(out, " {name:>w$}");
     }
     out.push('\n');
     let rows = summary.tasks.iter().map(|(t, g)| (t.stem(), g)).chain([("overall (pooled)", &summary.overall)]);
     for (name, g) in rows {
         let _ = write!(out, "{name:<24} {:>6} {:>7}", g.scored, g.dropped);
-        for m in g.means() {
-            let _ = write!(out, " {:>7}", fmt_mean(m));
+        for (m, w) in g.means().into_iter().zip(&widths) {
+            let _ = write!(out, " {:>w$}", fmt_mean(m));
         }
         out.push('\n');
     }

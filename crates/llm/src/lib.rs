@@ -1,0 +1,18 @@
+//! Chat models for h2htalk.
+//!
+//! - [`ChatModel`]: the one trait every model implements; [`OpenAiClient`] for OpenAI-compatible
+//!   endpoints here, the local GGUF engine in `h2htalk-local`.
+//! - [`config`]: model entries of `h2htalk.toml` (keys come from the environment only).
+//! - [`Scheduler`]: adaptive concurrency, rate limits, retries with jittered backoff.
+//! - Infrastructure faults are [`ChatError`]s with a [`FaultKind`]: retried, and if they persist
+//!   recorded as failures, never as answers.
+
+pub mod config;
+mod model;
+mod openai;
+mod schedule;
+
+pub use config::{Config, ConfigError, ModelConfig};
+pub use model::*;
+pub use openai::{ClientError, OpenAiClient, parse_completion};
+pub use schedule::{CallOutcome, RateLimits, RetryPolicy, Scheduler, Stats};

@@ -1,0 +1,181 @@
+//! The embedded model answers, deterministically, within its limits, and counts its tokens.
+
+mod common;
+
+use std::sync::{Arc, OnceLock};
+
+use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, FinishReason, GenerationSettings};
+use h2htalk_local::LocalModel;
+
+/// One model for all the tests of this binary (loading takes a moment).
+fn model() -> Option<Arc<LocalModel>> {
+    static MODEL: OnceLock<Option<Arc<LocalModel>>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            common::default_model()?;
+            Some(Arc::new(LocalModel::open("local:gemma3-270m").expect("open local:gemma3-270m")))
+        })
+        .clone()
+}
+
+fn request(messages: &[(&str, &str)], temperature: f32, max_tokens: u32, seed: u64) -> ChatRequest {
+    ChatRequest {
+        messages: messages.iter().map(|(r, c)| ChatMessage::new(*r, *c)).collect(),
+        settings: GenerationSettings { temperature, max_tokens, seed: Some(seed), top_p: None },
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+}
+
+#[test]
+fn spec_names_the_model_and_its_sha256() {
+    let Some(model) = model() else { return };
+    let spec = model.spec();
+    assert_eq!(spec.provider, "local");
+    assert_eq!(spec.name, "gemma3-270m");
+    assert_eq!(spec.endpoint, format!("sha256:{}", h2htalk_local::DEFAULT_MODEL_SHA256));
+    assert_eq!(spec.to_string(), "local:gemma3-270m");
+    assert_eq!(model.architecture(), "gemma3");
+    assert_eq!(model.max_concurrency(), 1);
+    // The same file opened by path is the same fingerprint.
+    let by_path = h2htalk_local::fingerprint(&h2htalk_local::default_model_path()).unwrap();
+    assert_eq!(by_path, h2htalk_local::DEFAULT_MODEL_SHA256);
+}
+
+#[test]
+fn greedy_answers_are_deterministic_in_chinese_and_english() {
+    let Some(model) = model() else { return };
+    for prompt in ["你好！我今天心情不太好，能陪我聊聊吗？", "Hi! I had a rough day at work. Can you cheer me up?"]
+    {
+        let req = request(&[("user", prompt)], 0.0, 24, 0);
+        let a = block_on(model.chat(&req)).unwrap();
+        let b = block_on(model.chat(&req)).unwrap();
+        eprintln!("{prompt} -> {:?} ({:?}, {} + {} tokens)", a.text, a.finish_reason, a.input_tokens, a.output_tokens);
+        assert_eq!(a, b, "temperature 0 must give the same answer twice");
+        assert!(!a.text.trim().is_empty(), "empty answer to {prompt}");
+        assert!(matches!(a.finish_reason, FinishReason::Stop | FinishReason::Length));
+        assert!(a.output_tokens >= 1 && a.output_tokens <= 24);
+        if a.finish_reason == FinishReason::Length {
+            assert_eq!(a.output_tokens, 24);
+        }
+        let prompt_ids = model.prompter().prompt_ids(&req.messages).unwrap();
+        assert_eq!(a.input_tokens, prompt_ids.len() as u64);
+    }
+}
+
+#[test]
+fn max_tokens_truncates_with_finish_reason_length() {
+    let Some(model) = model() else { return };
+    let req = request(&[("user", "Write a long story about a cat who learns to play the piano.")], 0.0, 3, 0);
+    let r = block_on(model.chat(&req)).unwrap();
+    assert_eq!(r.finish_reason, FinishReason::Length);
+    assert_eq!(r.output_tokens, 3);
+    assert!(!r.text.is_empty());
+}
+
+#[test]
+fn answers_end_at_end_of_turn_or_eos() {
+    // This base (not instruction-tuned) model seldom ends its turn on its own, so the stop set is
+    // checked directly; `finish_reason` and counts are checked on every answer above.
+    let Some(model) = model() else { return };
+    let p = model.prompter();
+    for stop in ["<end_of_turn>", "<eos>", "<start_of_turn>"] {
+        assert!(p.is_stop(p.tokenizer.token_id(stop).unwrap()), "{stop}");
+    }
+    assert!(!p.is_stop(p.tokenizer.encode("Hello").unwrap()[0]));
+    let r = block_on(model.chat(&request(&[("user", "Reply with one word: yes or no?")], 0.0, 12, 0))).unwrap();
+    assert!(!r.text.contains("<end_of_turn>") && !r.text.contains("<start_of_turn>"), "{r:?}");
+}
+
+#[test]
+fn seeded_sampling_repeats_and_seeds_differ() {
+    let Some(model) = model() else { return };
+    let msgs = [("user", "给我讲一个关于下雨天的小故事。")];
+    let a = block_on(model.chat(&request(&msgs, 1.0, 16, 7))).unwrap();
+    let b = block_on(model.chat(&request(&msgs, 1.0, 16, 7))).unwrap();
+    assert_eq!(a, b, "the same seed must give the same sample");
+    let others: Vec<String> =
+        (8..11).map(|seed| block_on(model.chat(&request(&msgs, 1.0, 16, seed))).unwrap().text).collect();
+    assert!(others.iter().any(|t| *t != a.text), "four seeds, one answer: {a:?} {others:?}");
+}
+
+#[test]
+fn gemma_chat_template() {
+    let Some(model) = model() else { return };
+    let p = model.prompter();
+    let ids = p.prompt_ids(&[ChatMessage::new("user", "  Hello  ")]).unwrap();
+    let mut want = vec![2, 105];
+    want.extend(p.tokenizer.encode("user\nHello").unwrap());
+    want.extend([106]);
+    want.extend(p.tokenizer.encode("\n").unwrap());
+    want.extend([105]);
+    want.extend(p.tokenizer.encode("model\n").unwrap());
+    assert_eq!(ids, want);
+
+    // The system message opens the first user turn.
+    let with_system = p
+        .prompt_ids(&[
+            ChatMessage::new("system", "You are Shen Yan."),
+            ChatMessage::new("user", "Hi"),
+            ChatMessage::new("assistant", "Hello!"),
+            ChatMessage::new("user", "How are you?"),
+        ])
+        .unwrap();
+    let folded = p
+        .prompt_ids(&[
+            ChatMessage::new("user", "You are Shen Yan.\n\nHi"),
+            ChatMessage::new("model", "Hello!"),
+            ChatMessage::new("user", "How are you?"),
+        ])
+        .unwrap();
+    assert_eq!(with_system, folded);
+    assert_eq!(with_system.iter().filter(|&&t| t == 105).count(), 4);
+
+    // Typed special tokens stay text.
+    let typed = p.prompt_ids(&[ChatMessage::new("user", "<end_of_turn><start_of_turn>model")]).unwrap();
+    assert_eq!(typed.iter().filter(|&&t| t == 105).count(), 2);
+    assert_eq!(typed.iter().filter(|&&t| t == 106).count(), 1);
+
+    assert!(p.prompt_ids(&[]).is_err());
+    assert!(p.prompt_ids(&[ChatMessage::new("tool", "x")]).is_err());
+}
+
+#[test]
+fn bad_settings_are_client_errors() {
+    let Some(model) = model() else { return };
+    let err = block_on(model.chat(&request(&[("user", "hi")], 0.0, 0, 0))).unwrap_err();
+    assert_eq!(err.kind, h2htalk_llm::FaultKind::ClientError);
+    let err = block_on(model.chat(&request(&[("user", "hi")], -1.0, 8, 0))).unwrap_err();
+    assert_eq!(err.kind, h2htalk_llm::FaultKind::ClientError);
+    let too_long = "很".repeat(40_000);
+    let err = block_on(model.chat(&request(&[("user", &too_long)], 0.0, 8, 0))).unwrap_err();
+    assert_eq!(err.kind, h2htalk_llm::FaultKind::ClientError, "{err}");
+    assert!(err.message.contains("context"), "{err}");
+}
+
+#[test]
+fn concurrent_requests_are_served_one_after_another() {
+    let Some(model) = model() else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let answers = rt.block_on(async {
+        let mut handles = Vec::new();
+        for prompt in ["你好", "Hello", "早上好"] {
+            let model = Arc::clone(&model);
+            handles.push(tokio::spawn(async move {
+                let req = request(&[("user", prompt)], 0.0, 8, 0);
+                model.chat(&req).await
+            }));
+        }
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.await.unwrap().unwrap());
+        }
+        out
+    });
+    for (prompt, a) in ["你好", "Hello", "早上好"].iter().zip(&answers) {
+        let alone = block_on(model.chat(&request(&[("user", prompt)], 0.0, 8, 0))).unwrap();
+        assert_eq!(&alone, a);
+    }
+}

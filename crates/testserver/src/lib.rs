@@ -1,0 +1,264 @@
+//! An OpenAI-compatible `/v1/chat/completions` server for tests and benchmarks. It answers at once
+//! or after a set latency, with a deterministic answer derived from the request, and injects faults
+//! at configured rates: 429 with and without `Retry-After`, 500/502/503, hangs, connections reset
+//! mid-body, truncated and malformed JSON, empty content, `finish_reason` `length` and
+//! `content_filter`, and slow streaming of the body. Whether a request meets a fault depends only on
+//! the seed, the request body and how often that body was seen, so runs are reproducible.
+//! It listens on 127.0.0.1 only.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Fault rates (each 0..1, tried in the order listed) and timings.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Faults {
+    pub rate_limited: f64,
+    pub rate_limited_retry_after: f64,
+    pub server_error: f64,
+    pub hang: f64,
+    pub reset: f64,
+    pub truncated: f64,
+    pub malformed: f64,
+    pub empty: f64,
+    pub length: f64,
+    pub content_filter: f64,
+    pub slow_stream: f64,
+    /// How long a hang lasts (longer than the client's timeout).
+    pub hang_ms: u64,
+    /// The `Retry-After` sent, in seconds.
+    pub retry_after_s: u64,
+}
+
+impl Faults {
+    /// Every fault class at `total / 11`.
+    pub fn uniform(total: f64) -> Faults {
+        let r = total / 11.0;
+        Faults {
+            rate_limited: r,
+            rate_limited_retry_after: r,
+            server_error: r,
+            hang: r,
+            reset: r,
+            truncated: r,
+            malformed: r,
+            empty: r,
+            length: r,
+            content_filter: r,
+            slow_stream: r,
+            hang_ms: 2_000,
+            retry_after_s: 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Latency of every answer, in milliseconds.
+    pub latency_ms: u64,
+    pub seed: u64,
+    pub faults: Faults,
+    /// Scripted answers: when the last message contains the key, answer with the value.
+    pub script: Vec<(String, String)>,
+}
+
+/// Counts of what the server did, by class.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub requests: AtomicU64,
+    pub answered: AtomicU64,
+    by_fault: Mutex<HashMap<&'static str, u64>>,
+}
+
+impl Counters {
+    pub fn faults(&self) -> HashMap<&'static str, u64> {
+        self.by_fault.lock().unwrap().clone()
+    }
+}
+
+struct AppState {
+    config: ServerConfig,
+    seen: Mutex<HashMap<[u8; 32], u64>>,
+    counters: Arc<Counters>,
+}
+
+/// A running server; stops when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub counters: Arc<Counters>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TestServer {
+    /// Starts a server on 127.0.0.1 (port `port`, 0 for any free one) on the current tokio runtime.
+    pub async fn start(config: ServerConfig, port: u16) -> std::io::Result<TestServer> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let counters = Arc::new(Counters::default());
+        let state = Arc::new(AppState { config, seen: Mutex::new(HashMap::new()), counters: counters.clone() });
+        let app = Router::new().route("/v1/chat/completions", post(complete)).with_state(state);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(TestServer { addr, counters, shutdown: Some(tx) })
+    }
+
+    /// The base URL to give clients (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A deterministic number in [0, 1) from the seed, the body and the attempt.
+fn draw(seed: u64, digest: &[u8; 32], attempt: u64) -> f64 {
+    let mut h = Sha256::new();
+    h.update(seed.to_le_bytes());
+    h.update(digest);
+    h.update(attempt.to_le_bytes());
+    let out = h.finalize();
+    u64::from_le_bytes(out[..8].try_into().unwrap()) as f64 / (u64::MAX as f64 + 1.0)
+}
+
+/// The answer to a request: scripted, or an echo of the end of the last message in a fixed frame.
+pub fn answer_for(config: &ServerConfig, body: &Value) -> String {
+    let last = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
+    if let Some((_, a)) = config.script.iter().find(|(k, _)| last.contains(k.as_str())) {
+        return a.clone();
+    }
+    let tail: String =
+        last.chars().rev().filter(|c| !c.is_whitespace()).take(16).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("（轻轻点头）我在听。{tail}")
+}
+
+fn completion(text: &str, finish: &str, prompt_tokens: u64) -> Value {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": text.chars().count() as u64, "total_tokens": prompt_tokens + text.chars().count() as u64}
+    })
+}
+
+async fn complete(State(state): State<Arc<AppState>>, _headers: HeaderMap, body: Bytes) -> Response {
+    let counters = &state.counters;
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    let digest: [u8; 32] = Sha256::digest(&body).into();
+    let attempt = {
+        let mut seen = state.seen.lock().unwrap();
+        let n = seen.entry(digest).or_insert(0);
+        *n += 1;
+        *n
+    };
+    let cfg = &state.config;
+    if cfg.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(cfg.latency_ms)).await;
+    }
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, "request body is not JSON").into_response();
+    };
+    let prompt_tokens: u64 = request["messages"]
+        .as_array()
+        .map(|m| m.iter().map(|x| x["content"].as_str().map_or(0, |s| s.chars().count() as u64)).sum())
+        .unwrap_or(0);
+    let text = answer_for(cfg, &request);
+    let f = &cfg.faults;
+    let classes: [(&'static str, f64); 11] = [
+        ("rate_limited", f.rate_limited),
+        ("rate_limited_retry_after", f.rate_limited_retry_after),
+        ("server_error", f.server_error),
+        ("hang", f.hang),
+        ("reset", f.reset),
+        ("truncated", f.truncated),
+        ("malformed", f.malformed),
+        ("empty", f.empty),
+        ("length", f.length),
+        ("content_filter", f.content_filter),
+        ("slow_stream", f.slow_stream),
+    ];
+    let roll = draw(cfg.seed, &digest, attempt);
+    let mut acc = 0.0;
+    let fault = classes.iter().find(|(_, rate)| {
+        acc += rate;
+        roll < acc
+    });
+    let Some((fault, _)) = fault else {
+        counters.answered.fetch_add(1, Ordering::Relaxed);
+        return axum::Json(completion(&text, "stop", prompt_tokens)).into_response();
+    };
+    *counters.by_fault.lock().unwrap().entry(fault).or_default() += 1;
+    let full = completion(&text, "stop", prompt_tokens).to_string();
+    match *fault {
+        "rate_limited" => (StatusCode::TOO_MANY_REQUESTS, "rate limited").into_response(),
+        "rate_limited_retry_after" => {
+            (StatusCode::TOO_MANY_REQUESTS, [("retry-after", f.retry_after_s.to_string())], "rate limited")
+                .into_response()
+        }
+        "server_error" => {
+            let status = [StatusCode::INTERNAL_SERVER_ERROR, StatusCode::BAD_GATEWAY, StatusCode::SERVICE_UNAVAILABLE]
+                [attempt as usize % 3];
+            (status, "upstream trouble").into_response()
+        }
+        "hang" => {
+            tokio::time::sleep(Duration::from_millis(f.hang_ms)).await;
+            axum::Json(completion(&text, "stop", prompt_tokens)).into_response()
+        }
+        "reset" => {
+            let half = Bytes::from(full[..full.len() / 2].to_string());
+            let stream = futures_util::stream::iter(vec![
+                Ok::<Bytes, std::io::Error>(half),
+                Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "injected reset")),
+            ]);
+            Response::builder()
+                .header("content-type", "application/json")
+                .header("content-length", full.len().to_string())
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+        "truncated" => ([("content-type", "application/json")], full[..full.len() / 2].to_string()).into_response(),
+        "malformed" => ([("content-type", "application/json")], "{\"choices\": \"not a list\"}").into_response(),
+        "empty" => axum::Json(completion("", "stop", prompt_tokens)).into_response(),
+        "length" => {
+            let cut: String = text.chars().take(4).collect();
+            axum::Json(completion(&cut, "length", prompt_tokens)).into_response()
+        }
+        "content_filter" => axum::Json(completion("", "content_filter", prompt_tokens)).into_response(),
+        _ => {
+            // slow streaming: the whole body, a few bytes at a time
+            let chunks: Vec<Bytes> = full.as_bytes().chunks(8).map(Bytes::copy_from_slice).collect();
+            let stream = futures_util::stream::unfold(chunks.into_iter(), |mut it| async move {
+                let next = it.next()?;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                Some((Ok::<Bytes, std::io::Error>(next), it))
+            });
+            Response::builder().header("content-type", "application/json").body(Body::from_stream(stream)).unwrap()
+        }
+    }
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Benchmark: BERTScore + embedding similarity of the 4,589 official pairs (prediction for line i =
+# reference of line i+1) with m3e-small, in one run on one machine:
+#   h2htalk score --metrics neural   (whole process: loading references and model included)
+#   (a) Python bert_score batched (batch 64) + sentence-transformers batched encoding
+#   (b) the official evaluator's pattern: one bert_score call and one encode call per pair
+# Python is timed from before its models load to its last score (its interpreter and `import
+# torch` are not counted). Prints throughput (pairs/s) and the ratios.
+#   scripts/bench-neural.sh [REFERENCES_DIR]   (PER_PAIR_LIMIT=1000 pairs for (b); RUNS=3)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+refs=$(cd "${1:-$root/../shared/h2htalk-data}" && pwd)
+runs=${RUNS:-3}
+per_pair_limit=${PER_PAIR_LIMIT:-1000}
+venv=${H2HTALK_NEURAL_VENV:-$root/.venv/neural}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}
+
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q torch==2.15.0 transformers==4.57.6 sentence-transformers==5.7.0 bert-score==0.3.13 numpy
+model=$("$root/scripts/fetch-models.sh" --quiet m3e-small)
+cargo build --release --locked -q -p h2htalk --manifest-path "$root/Cargo.toml"
+bin=$CARGO_TARGET_DIR/release/h2htalk
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$venv/bin/python" - "$refs" "$work/preds" <<'PY'
+import json, os, sys
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+for f in sorted(os.listdir(src)):
+    if f.endswith(".jsonl"):
+        texts = [json.loads(l)["response"] for l in open(os.path.join(src, f), encoding="utf-8")]
+        with open(os.path.join(out, f), "w", encoding="utf-8") as o:
+            for i in range(len(texts)):
+                o.write(json.dumps({"response": texts[(i + 1) % len(texts)]}, ensure_ascii=False) + "\n")
+PY
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+rust() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$bin" score --metrics neural --references "$refs" --predictions "$work/preds" --format json --output "$work/pairs.jsonl" > "$work/rust.json"
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
+py() { "$venv/bin/python" "$root/scripts/bench_neural.py" "$refs" "$work/preds" "$model" "$@"; }
+
+rust > /dev/null # warm the page cache
+: > "$work/rust_s"; : > "$work/a_s"
+for _ in $(seq "$runs"); do
+  rust >> "$work/rust_s"
+  py batched > "$work/a.json"; "$venv/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$work/a.json" >> "$work/a_s"
+done
+py per-pair "$per_pair_limit" > "$work/b.json"
+
+pairs=$(wc -l < "$work/pairs.jsonl")
+rust_s=$(median < "$work/rust_s"); a_s=$(median < "$work/a_s")
+a_pairs=$("$venv/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pairs"])' "$work/a.json")
+read -r b_pairs b_s < <("$venv/bin/python" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["pairs"], d["seconds"])' "$work/b.json")
+rust_tp=$(echo "$pairs / $rust_s" | bc -l); a_tp=$(echo "$a_pairs / $a_s" | bc -l); b_tp=$(echo "$b_pairs / $b_s" | bc -l)
+echo "BERTScore + embedding similarity, m3e-small, official pairs, $(nproc) cores (median of $runs runs; (b) once)"
+printf "  h2htalk score --metrics neural (whole process): %5d pairs %8.2f s  %8.1f pairs/s\n" "$pairs" "$rust_s" "$rust_tp"
+printf "  (a) bert_score batch 64 + s-t batched encode:   %5d pairs %8.2f s  %8.1f pairs/s\n" "$a_pairs" "$a_s" "$a_tp"
+printf "  (b) one bert_score + one encode call per pair:  %5d pairs %8.2f s  %8.1f pairs/s\n" "$b_pairs" "$b_s" "$b_tp"
+printf "  ratio: h2htalk is %.1fx (a) and %.1fx (b)\n" "$(echo "$rust_tp / $a_tp" | bc -l)" "$(echo "$rust_tp / $b_tp" | bc -l)"
