@@ -152,7 +152,10 @@ fn official_sample_matches_python_at_two_layers_with_and_without_the_cut() {
     }
 }
 
+/// Several minutes on two cores; the sample above covers the uncut texts at two layers, and the
+/// CLI's tests cover all 4,589 pairs with the cut. Run with `cargo test -p h2htalk-neural -- --ignored`.
 #[test]
+#[ignore = "all 4,589 pairs without the cut take minutes; run with --ignored"]
 fn all_official_pairs_match_python_without_the_cut() {
     let Some(model) = model() else { return };
     let g = golden("neural_official.json");
