@@ -178,22 +178,6 @@ fn a_bad_prediction_line_fails_naming_file_line_and_field_and_writes_nothing() {
 }
 
 #[test]
-fn neural_metrics_are_refused_until_available() {
-    let refs = references();
-    let out = h2htalk(&[
-        "score",
-        "--references",
-        refs.to_str().unwrap(),
-        "--predictions",
-        refs.to_str().unwrap(),
-        "--metrics",
-        "neural",
-    ]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--metrics lexical"));
-}
-
-#[test]
 fn data_check_prints_counts_and_the_fingerprint() {
     let refs = references();
     let text = stdout(&h2htalk(&["data", "check", refs.to_str().unwrap()]));
