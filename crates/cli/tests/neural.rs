@@ -286,3 +286,84 @@ fn models_path_and_fetch() {
     );
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("sha256"));
 }
+
+/// `h2htalk run` scores with BERTScore, embedding similarity and the composite by default, and
+/// its numbers equal `score --metrics all` on the run's export.
+#[test]
+fn a_run_scores_the_neural_metrics_and_the_composite() {
+    if !model_installed() {
+        return;
+    }
+    use h2htalk_testserver::{ServerConfig, TestServer};
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let (url, suite) = (server.base_url(), root().join("suites").display().to_string());
+    let db_arg = db.to_str().unwrap();
+    let run_args = ["run", "--model", "openai:test", "--base-url", &url, "--suite", &suite, "--db", db_arg];
+
+    // A model that cannot load stops the run before anything is generated or stored.
+    let missing = dir.path().join("no-such-model");
+    let mut args = run_args.to_vec();
+    args.extend(["--limit", "1", "--embedding-model", missing.to_str().unwrap()]);
+    let out = h2htalk(&args, &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-model") && err.contains("--metrics lexical"), "{err}");
+    assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 0);
+    let list = stdout(&h2htalk(&["runs", "list", "--db", db_arg], &[]));
+    assert_eq!(list.lines().count(), 1, "no run was created: {list}");
+
+    let mut args = run_args.to_vec();
+    args.extend(["--tasks", "dialogue_emotion,itinerary_middle,recollection_synthesize", "--limit", "4", "--json"]);
+    let out = h2htalk(&args, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((run["items"].as_u64(), run["scored"].as_u64()), (Some(12), Some(12)), "{run}");
+    let means = run["summary"]["overall"]["means"].as_object().unwrap().clone();
+    for key in ["bertscore", "bertscore_p", "bertscore_r", "embedding", "composite", "rougeL", "bleu4"] {
+        let v = means.get(key).and_then(Value::as_f64).unwrap_or_else(|| panic!("no mean of {key}: {run}"));
+        assert!(v.is_finite() && v > 0.0, "{key} = {v}");
+    }
+    let weighted: f64 = COMPOSITE_WEIGHTS.iter().map(|(name, w)| w * means[*name].as_f64().unwrap()).sum();
+    assert!((weighted - means["composite"].as_f64().unwrap()).abs() < 1e-12);
+
+    let run_id = run["run_id"].as_str().unwrap();
+    let show: Value =
+        serde_json::from_str(&stdout(&h2htalk(&["runs", "show", run_id, "--db", db_arg, "--json"], &[]))).unwrap();
+    assert_eq!(show["run"]["provenance"]["scoring"]["metrics"], "all");
+
+    // The export scores as the run did.
+    let export = dir.path().join("export");
+    let ex = h2htalk(&["runs", "export", run_id, "--out", export.to_str().unwrap(), "--db", db_arg], &[]);
+    assert!(ex.status.success(), "{}", String::from_utf8_lossy(&ex.stderr));
+    let (refs, preds) = (export.join("references"), export.join("predictions"));
+    let scored = h2htalk(
+        &[
+            "score",
+            "--references",
+            refs.to_str().unwrap(),
+            "--predictions",
+            preds.to_str().unwrap(),
+            "--profile",
+            "strict",
+            "--metrics",
+            "all",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(scored.status.success(), "{}", String::from_utf8_lossy(&scored.stderr));
+    let scored: Value = serde_json::from_slice(&scored.stdout).unwrap();
+    for (key, v) in &means {
+        let there = scored["overall"]["means"][key].as_f64().unwrap_or_else(|| panic!("score lacks {key}"));
+        assert!((there - v.as_f64().unwrap()).abs() < 1e-9, "{key}: run {v}, score {there}");
+    }
+
+    // A run keeps its metric set.
+    let out = h2htalk(&["run", "--resume", run_id, "--db", db_arg, "--metrics", "lexical"], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("keeps its metric set"));
+}

@@ -31,6 +31,10 @@ fn json_run(server: &TestServer, db: &Path, extra: &[&str]) -> Value {
         db.to_str().unwrap(),
         "--json",
     ];
+    // The neural metrics of a run are tested in tests/neural.rs; here the lexical ones keep runs short.
+    if !extra.contains(&"--resume") {
+        args.extend_from_slice(&["--metrics", "lexical"]);
+    }
     args.extend_from_slice(extra);
     let out = h2htalk(&args);
     assert!(out.status.success(), "run failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -155,6 +159,8 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
             "--db",
             db.to_str().unwrap(),
             "--json",
+            "--metrics",
+            "lexical",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

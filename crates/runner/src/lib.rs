@@ -1,5 +1,5 @@
 //! The H2HTalk runner: prompts built from templates, persona cards and the Secure Attachment
-//! Persona module ([`sap`]); later also the run loop and its store.
+//! Persona module ([`sap`]); the run loop ([`run`]), its SQLite store ([`store`]) and the scoring of runs.
 
 pub mod prompt;
 pub mod run;

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use h2htalk_data::{Suite, Task};
 use h2htalk_llm::{CallOutcome, ChatMessage, ChatModel, ChatRequest, GenerationSettings, ModelSpec, Scheduler};
-use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, lexical_signature, score_pair};
+use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, composite, lexical_signature, score_pair};
+use h2htalk_neural::{NeuralScores, NeuralSetup};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -286,30 +287,71 @@ pub async fn generate(
     })
 }
 
-/// Scores every generated item that has no score yet with the lexical metrics under `profile`.
-pub fn score_lexical(store: &mut Store, run_id: &str, profile: Profile) -> Result<usize, StoreError> {
+/// Why scoring stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("computing the neural metrics: {0}")]
+    Neural(#[from] h2htalk_neural::NeuralError),
+}
+
+/// Scores every generated item that has no score yet under `profile`: the lexical metrics, and
+/// with `neural` also BERTScore (P, R, F1), embedding similarity and the paper's composite. Each
+/// score row carries the signature of how it was computed. Returns how many items were scored.
+pub fn score(
+    store: &mut Store,
+    run_id: &str,
+    profile: Profile,
+    neural: Option<&NeuralSetup>,
+) -> Result<usize, ScoreError> {
     let scored: HashSet<String> = store.scores(run_id)?.into_iter().map(|s| s.scenario_id).collect();
     let references: BTreeMap<String, String> =
         store.items(run_id)?.into_iter().map(|i| (i.scenario_id, i.reference)).collect();
-    let tokenizer = Tokenizer::global();
-    let signature = lexical_signature(profile);
-    let rows: Vec<ScoreRow> = store
+    let todo: Vec<(String, String)> = store
         .generations(run_id)?
         .into_iter()
         .filter(|g| g.status == "generated" && !scored.contains(&g.scenario_id))
-        .map(|g| {
-            let outcome = score_pair(tokenizer, profile, g.text.as_deref().unwrap_or(""), &references[&g.scenario_id]);
-            let metrics: serde_json::Map<String, Value> = match outcome.scores() {
-                Some(s) => Lexical::NAMES.iter().zip(s.values()).map(|(n, v)| ((*n).to_string(), json!(v))).collect(),
-                None => serde_json::Map::new(),
-            };
+        .map(|g| (g.scenario_id, g.text.unwrap_or_default()))
+        .collect();
+    let tokenizer = Tokenizer::global();
+    let lexical: Vec<Outcome> =
+        todo.iter().map(|(id, text)| score_pair(tokenizer, profile, text, &references[id])).collect();
+    let (neural_scores, signature) = match neural {
+        None => (vec![None; todo.len()], lexical_signature(profile)),
+        Some(setup) => {
+            let pairs: Vec<(&str, &str)> =
+                todo.iter().map(|(id, text)| (text.as_str(), references[id].as_str())).collect();
+            let run = setup.score_pairs(profile, &pairs)?;
+            let signature = format!("{}|{}", lexical_signature(profile), setup.signature(&run));
+            (run.scores, signature)
+        }
+    };
+    let with_neural = neural.is_some();
+    let rows: Vec<ScoreRow> = todo
+        .into_iter()
+        .zip(lexical)
+        .zip(neural_scores)
+        .map(|(((scenario_id, _), outcome), neural)| {
+            let mut metrics = serde_json::Map::new();
+            if let Some(s) = outcome.scores() {
+                metrics.extend(Lexical::NAMES.iter().zip(s.values()).map(|(n, v)| ((*n).to_string(), json!(v))));
+                if let Some(n) = neural {
+                    metrics
+                        .extend(NeuralScores::NAMES.iter().zip(n.values()).map(|(k, v)| ((*k).to_string(), json!(v))));
+                    metrics.insert("composite".into(), json!(composite(&s, n.bertscore, n.embedding)));
+                }
+            }
+            if with_neural {
+                assert_eq!(outcome.scores().is_some(), neural.is_some(), "the lexical and neural drop rules agree");
+            }
             let outcome = match outcome {
                 Outcome::Scored(_) => "scored",
                 Outcome::EmptyPrediction => "empty_prediction",
                 Outcome::Dropped(_) => "dropped",
             };
             ScoreRow {
-                scenario_id: g.scenario_id,
+                scenario_id,
                 outcome: outcome.into(),
                 metrics: Value::Object(metrics).to_string(),
                 signature: signature.clone(),

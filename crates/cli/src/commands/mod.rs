@@ -1,6 +1,7 @@
 //! Command-line definitions and dispatch.
 
 mod data;
+mod metric_models;
 mod model;
 mod models;
 mod output;

@@ -4,15 +4,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use h2htalk_data::{Task, load_suite};
 use h2htalk_llm::{GenerationSettings, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_metrics::Profile;
+use h2htalk_neural::NeuralSetup;
 use h2htalk_runner::run::{self, Counters, Prices, RunSummary, Selection};
 use h2htalk_runner::store::Store;
 use h2htalk_runner::{Prompts, SapMode};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::metric_models::MetricModelArgs;
 use super::model::{DEFAULT_MODEL, Resolved, recorded_config, resolve};
 use super::progress::Progress;
 
@@ -49,6 +52,13 @@ pub struct RunArgs {
     /// Scoring profile: `strict` scores an empty answer 0; `paper` drops it, as the official evaluator.
     #[arg(long, default_value = "strict")]
     profile: Profile,
+    /// Metrics computed once the answers are in: `all` (lexical, BERTScore, embedding similarity
+    /// and the paper's composite) or `lexical`. Default `all`; recorded with the run, which
+    /// `--resume` keeps.
+    #[arg(long, value_enum)]
+    metrics: Option<RunMetrics>,
+    #[command(flatten)]
+    models: MetricModelArgs,
     /// The run store (SQLite).
     #[arg(long, default_value = "runs/h2htalk.db")]
     db: PathBuf,
@@ -75,6 +85,13 @@ pub struct RunArgs {
     quiet: bool,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RunMetrics {
+    Lexical,
+    All,
+}
+
 /// Default answer length for local models: small models on CPUs are slow and rarely stop early.
 const LOCAL_MAX_TOKENS: u32 = 64;
 
@@ -90,7 +107,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let mut store = Store::open(&args.db)?;
-    let (run_id, resolved, settings, profile, items) = match &args.resume {
+    let (run_id, resolved, settings, profile, neural, items) = match &args.resume {
         Some(id) => {
             let row = store
                 .run(id)?
@@ -119,8 +136,24 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
                 serde_json::from_value(p["settings"].clone()).context("the run's recorded settings")?;
             let profile: Profile =
                 p["scoring"]["profile"].as_str().unwrap_or("strict").parse().map_err(anyhow::Error::msg)?;
+            // Runs made before the neural metrics were wired in record no metric set: lexical.
+            let metrics: RunMetrics =
+                serde_json::from_value(p["scoring"]["metrics"].clone()).unwrap_or(RunMetrics::Lexical);
+            if let Some(asked) = args.metrics.filter(|m| *m != metrics) {
+                bail!(
+                    "run {id} is scored with --metrics {}, not {}; a run keeps its metric set",
+                    json!(metrics).as_str().unwrap_or("?"),
+                    json!(asked).as_str().unwrap_or("?")
+                );
+            }
+            let models = if args.models.any() {
+                args.models.clone()
+            } else {
+                serde_json::from_value(p["scoring"]["models"].clone()).unwrap_or_default()
+            };
+            let neural = load_metric_models(metrics, &models, profile)?;
             let items = run::pending(&store, id, args.retry_failed)?;
-            (id.clone(), resolved, settings, profile, items)
+            (id.clone(), resolved, settings, profile, neural, items)
         }
         None => {
             let suite = load_suite(&args.suite)?;
@@ -138,6 +171,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             if let Some(t) = args.temperature {
                 settings.temperature = t;
             }
+            let metrics = args.metrics.unwrap_or(RunMetrics::All);
             let selection = Selection { tasks: args.tasks.clone(), limit: args.limit, safety: args.safety };
             let items = run::plan_items(&suite, &prompts, &selection, args.sap)?;
             if items.is_empty() {
@@ -154,11 +188,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
                 prices(&resolved),
                 args.max_cost,
             );
+            provenance["scoring"]["metrics"] = json!(metrics);
+            provenance["scoring"]["models"] = json!(args.models);
             provenance["model_request"] = model_request(&args, &spec);
             provenance["model_config"] = recorded_config(&resolved.config);
+            let neural = load_metric_models(metrics, &args.models, args.profile)?;
             let run_id = run::new_run_id();
             store.create_run(&run_id, &provenance, &items)?;
-            (run_id, resolved, settings, args.profile, items)
+            (run_id, resolved, settings, args.profile, neural, items)
         }
     };
     if !args.json {
@@ -206,7 +243,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
 
     let pending = run::pending(&store, &run_id, false)?.len();
-    run::score_lexical(&mut store, &run_id, profile)?;
+    run::score(&mut store, &run_id, profile, neural.as_ref())?;
     let summary = run::summarize(&store, &run_id)?;
     let status = if pending > 0 {
         "incomplete"
@@ -262,6 +299,21 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         println!("run {run_id}: {status} (db {})", args.db.display());
     }
     Ok(())
+}
+
+/// The metric models load before anything is generated, so that a missing model stops the run at once.
+fn load_metric_models(
+    metrics: RunMetrics,
+    models: &MetricModelArgs,
+    profile: Profile,
+) -> anyhow::Result<Option<NeuralSetup>> {
+    match metrics {
+        RunMetrics::All => Ok(Some(models.load(profile).context("or add `--metrics lexical` to score without them")?)),
+        RunMetrics::Lexical if models.any() => {
+            bail!("--bertscore-model, --bertscore-layer and --embedding-model apply to --metrics all")
+        }
+        RunMetrics::Lexical => Ok(None),
+    }
 }
 
 fn prices(resolved: &Resolved) -> Prices {

@@ -13,6 +13,7 @@ use h2htalk_neural::{NeuralScores, NeuralSetup};
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
+use super::metric_models::MetricModelArgs;
 use super::output::write_atomically;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -52,16 +53,8 @@ pub struct ScoreArgs {
     /// Format of the summary on standard output.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// BERTScore model directory (config.json, model.safetensors or pytorch_model.bin,
-    /// tokenizer.json or vocab.txt). Default: m3e-small from `h2htalk models fetch`, a stand-in.
-    #[arg(long, value_name = "DIR")]
-    bertscore_model: Option<PathBuf>,
-    /// Hidden states after this layer (default: 8 for bert-base-chinese, else the last layer).
-    #[arg(long, value_name = "N")]
-    bertscore_layer: Option<usize>,
-    /// Embedding-similarity model directory (mean pooling, cosine). Default: m3e-small, a stand-in.
-    #[arg(long, value_name = "DIR")]
-    embedding_model: Option<PathBuf>,
+    #[command(flatten)]
+    models: MetricModelArgs,
 }
 
 /// One pair's result.
@@ -107,25 +100,13 @@ fn metric_names(metrics: MetricSet) -> Vec<&'static str> {
 
 pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
     let neural = !matches!(args.metrics, MetricSet::Lexical);
-    if !neural && (args.bertscore_model.is_some() || args.bertscore_layer.is_some() || args.embedding_model.is_some()) {
+    if !neural && args.models.any() {
         bail!("--bertscore-model, --bertscore-layer and --embedding-model apply to --metrics neural or all");
     }
     let references = load_references(&args.references).context("loading references")?;
     let predictions = load_predictions(&args.predictions, &references).context("loading predictions")?;
     // Models load before any scoring, so that a missing model stops the command at once.
-    let setup = if neural {
-        Some(
-            NeuralSetup::load(
-                args.profile,
-                args.bertscore_model.as_deref(),
-                args.bertscore_layer,
-                args.embedding_model.as_deref(),
-            )
-            .context("loading the neural metric models")?,
-        )
-    } else {
-        None
-    };
+    let setup = if neural { Some(args.models.load(args.profile)?) } else { None };
     let (results, neural_signature) = score_all(&references, &predictions, args.profile, setup.as_ref())?;
 
     let names = metric_names(args.metrics);
