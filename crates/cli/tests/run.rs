@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod common;
+
 use h2htalk_testserver::{Faults, ServerConfig, TestServer};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -138,51 +140,213 @@ fn faults_are_retried_or_recorded_as_failures_never_as_answers() {
     assert_eq!(again["generated"].as_u64().unwrap() + again["failed"].as_u64().unwrap(), 594);
 }
 
+/// A small seeded generator for the kill points (xorshift64*).
+fn seeded(seed: u64) -> impl FnMut(u64, u64) -> u64 {
+    let mut x = seed;
+    move |lo, hi| {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        lo + x.wrapping_mul(0x2545_f491_4f6c_dd1d) % (hi - lo)
+    }
+}
+
 #[test]
 fn a_killed_run_resumes_without_redoing_or_losing_anything() {
     let rt = runtime();
-    let config = ServerConfig { latency_ms: 20, ..Default::default() };
+    // 80 ms an answer at 8 at once: a whole run takes longer than the five kill points together.
+    let config = ServerConfig { latency_ms: 80, ..Default::default() };
     let server = rt.block_on(TestServer::start(config, 0)).unwrap();
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("runs.db");
     let url = server.base_url();
     let suite = suite();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_h2htalk"))
-        .args([
-            "run",
-            "--model",
-            "openai:test",
-            "--base-url",
-            &url,
-            "--suite",
-            &suite,
-            "--db",
-            db.to_str().unwrap(),
-            "--json",
-            "--metrics",
-            "lexical",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let list = String::from_utf8(h2htalk(&["runs", "list", "--db", db.to_str().unwrap()]).stdout).unwrap();
-    let run_id = list.lines().nth(1).unwrap().split_whitespace().next().unwrap().to_string();
-    let requests_before = server.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
+    let requests = || server.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
+    let run_id = || -> Option<String> {
+        let list = String::from_utf8(h2htalk(&["runs", "list", "--db", db.to_str().unwrap()]).stdout).unwrap();
+        list.lines().nth(1).map(|l| l.split_whitespace().next().unwrap().to_string())
+    };
+    // kill -9 at seeded random points, resuming each time, then let the last resume finish.
+    let mut next = seeded(0x0068_3268_7461_6c6b);
+    let mut kills = Vec::new();
+    let mut committed_before = Vec::new();
+    for _ in 0..5 {
+        let mut args: Vec<String> = ["run", "--model", "openai:test", "--base-url", &url, "--suite"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([suite.clone(), "--db".into(), db.to_str().unwrap().into(), "--json".into()])
+            .collect();
+        match run_id() {
+            Some(id) => args.extend(["--resume".into(), id]),
+            None => args.extend(["--metrics".into(), "lexical".into()]),
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_h2htalk"))
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let wait = next(150, 900);
+        std::thread::sleep(Duration::from_millis(wait));
+        child.kill().unwrap(); // SIGKILL (or nothing, if it had finished)
+        child.wait().unwrap();
+        kills.push(wait);
+        if let Some(id) = run_id() {
+            committed_before.push(common::stored_run(&db, &id).generations.len());
+        }
+    }
+    let run_id = run_id().expect("a run was created before the kills");
+    let requests_before = requests();
     let resumed = json_run(&server, &db, &["--resume", &run_id]);
-    let requests_after = server.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
+    let redone = requests() - requests_before;
     assert_eq!(resumed["items"], 462);
     assert_eq!(resumed["generated"], 462);
     assert_eq!(resumed["failed"], 0);
-    // Only what had not been committed was asked for again (a few in flight at the kill may repeat).
-    let redone = requests_after - requests_before;
-    assert!(redone < 462 && requests_before > 0, "before {requests_before}, redone {redone}");
+    assert_eq!(resumed["status"], "complete");
+    // Work committed before a kill is never lost: the count only grows from one kill to the next,
+    // and only what had not been committed was asked for again.
+    assert!(committed_before.windows(2).all(|w| w[0] <= w[1]), "{committed_before:?}");
+    let last = *committed_before.last().unwrap();
+    assert!(last > 0 && last < 462, "the kills fell outside the run: committed {committed_before:?}");
+    assert_eq!(redone as usize, 462 - last, "committed {committed_before:?}, redone {redone}");
+    assert!(requests_before as usize >= last);
 
-    // The result equals an uninterrupted run.
+    // The final store equals an uninterrupted run's: the same items, answers and scores.
     let db2 = dir.path().join("clean.db");
     let clean = json_run(&server, &db2, &[]);
     assert_eq!(clean["summary"]["overall"]["means"], resumed["summary"]["overall"]["means"]);
+    let (a, b) = (common::stored_run(&db, &run_id), common::stored_run(&db2, clean["run_id"].as_str().unwrap()));
+    let items = |r: &common::StoredRun| {
+        r.items
+            .iter()
+            .map(|i| (i.scenario_id.clone(), i.ord, i.prompt.clone(), i.reference.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(items(&a), items(&b));
+    let gens = |r: &common::StoredRun| {
+        r.generations
+            .values()
+            .map(|g| {
+                (
+                    g.scenario_id.clone(),
+                    g.status.clone(),
+                    g.text.clone(),
+                    g.finish_reason.clone(),
+                    g.input_tokens,
+                    g.output_tokens,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(gens(&a), gens(&b));
+    let scores = |r: &common::StoredRun| r.scores.values().cloned().collect::<Vec<_>>();
+    assert_eq!(scores(&a), scores(&b));
+    assert_eq!(common::integrity(&db), "ok");
+    eprintln!(
+        "crash recovery: {} kill -9 at {kills:?} ms (committed after each: {committed_before:?}), resumed: 462 items, \
+         {redone} asked again; items, generations and scores equal an uninterrupted run",
+        kills.len()
+    );
+}
+
+/// `--judge`, `--simulate` and the safety set: every assessment lands in the --json output, and a
+/// judge or simulator answer that cannot be used is counted, never turned into a score.
+#[test]
+fn judge_simulator_safety_and_format_checks_are_reported_with_their_failures() {
+    const DIALOGUE: &str = "{\"scores\": {\"empathy\": 8, \"fit_to_state\": 7, \"persona_consistency\": 9, \
+                            \"naturalness\": 6}, \"reason\": \"warm\"}";
+    let rt = runtime();
+    let companion = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    // The judge answers the dialogue rubric; everything else (itinerary rubric, safety statements,
+    // the simulated user's turns) it answers in prose.
+    let script = vec![("\"persona_consistency\": <1-10>".to_string(), DIALOGUE.to_string())];
+    let judge = rt.block_on(TestServer::start(ServerConfig { script, ..Default::default() }, 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let judge_url = judge.base_url();
+    let out = json_run(
+        &companion,
+        &db,
+        &[
+            "--tasks",
+            "dialogue_base,itinerary_middle",
+            "--limit",
+            "2",
+            "--safety",
+            "--judge",
+            "openai:judge",
+            "--judge-base-url",
+            &judge_url,
+            "--judge-seed",
+            "7",
+            "--simulate",
+            "1",
+        ],
+    );
+    let a = &out["assessment"];
+    assert_eq!(a["checks"]["overall"]["items"], 136, "{a}");
+    assert!(a["checks"]["per_task"]["itinerary_middle"]["by_check"].get("timed_plan").is_some(), "{a}");
+
+    let j = &a["judge"]["overall"];
+    assert_eq!(j["items"], 136);
+    // Dialogue answers (the safety set is judged as dialogue) get the scripted scores; the judge's
+    // prose about the two itinerary answers is counted as unparsable, never scored.
+    assert_eq!(j["scored"], 134, "{j}");
+    assert_eq!(a["judge"]["per_task"]["dialogue_base"]["mean"], 7.5);
+    assert_eq!(j["judge_parse_failed"], 2, "{j}");
+    assert_eq!(a["judge"]["per_task"]["itinerary_middle"]["judge_parse_failed"], 2, "{j}");
+    assert_eq!(a["judge"]["settings"]["generation"]["seed"], 7);
+    assert_eq!(a["judge"]["settings"]["generation"]["temperature"], 0.0);
+
+    let s = &a["safety"]["overall"];
+    assert_eq!(s["items"], 132, "{s}");
+    let counted: u64 = ["pass", "fail", "undecided", "judge_parse_failed", "judge_failed", "generation_failed"]
+        .iter()
+        .map(|k| s[*k].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 132, "every safety item has one verdict: {s}");
+
+    // The simulator (the judge's server) answers in prose: the conversation stops and is counted.
+    let sim = &a["simulation"];
+    assert_eq!((sim["simulations"].as_u64(), sim["completed"].as_u64()), (Some(1), Some(0)), "{sim}");
+    assert_eq!(sim["failures"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 1);
+
+    // Without a model to play the user, --simulate is refused before anything runs.
+    let refused = h2htalk(&["run", "--simulate", "1", "--db", db.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--simulator"));
+}
+
+/// `--redact` masks personal data in what a run stores and exports; the setting is recorded.
+#[test]
+fn redact_masks_personal_data_in_the_store_and_the_export() {
+    const PII: &str = "请打电话 13812345678 或写信到 lin.xiao@example.com";
+    let rt = runtime();
+    let script = vec![("".to_string(), PII.to_string())];
+    let server = rt.block_on(TestServer::start(ServerConfig { script, ..Default::default() }, 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let out = json_run(&server, &db, &["--tasks", "dialogue_base", "--limit", "2", "--redact"]);
+    assert_eq!(out["generated"], 2, "{out}");
+    let run_id = out["run_id"].as_str().unwrap();
+    let show = h2htalk(&["runs", "show", run_id, "--db", db.to_str().unwrap(), "--json"]);
+    let show: Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(show["run"]["provenance"]["redact"], true);
+    let export = dir.path().join("export");
+    let ex = h2htalk(&["runs", "export", run_id, "--out", export.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(ex.status.success(), "{}", String::from_utf8_lossy(&ex.stderr));
+    let answers = std::fs::read_to_string(export.join("predictions/dialogue_base.jsonl")).unwrap();
+    assert_eq!(answers.matches("[PHONE]").count(), 2, "{answers}");
+    assert_eq!(answers.matches("[EMAIL]").count(), 2, "{answers}");
+    drop(server);
+    // Nothing of the numbers is left anywhere in the database files.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            for needle in ["13812345678", "lin.xiao@example.com"] {
+                assert!(!bytes.windows(needle.len()).any(|w| w == needle.as_bytes()), "{needle} in {}", path.display());
+            }
+        }
+    }
 }

@@ -113,21 +113,28 @@ impl ModelConfig {
             / 1e6
     }
 
-    fn check(mut self) -> Result<ModelConfig, String> {
+    /// Checks the entry; a problem comes back as (field, message).
+    fn check(mut self) -> Result<ModelConfig, (&'static str, String)> {
         if self.model.is_empty() {
             self.model = self.name.clone();
         }
         if self.provider != "openai" {
-            return Err(format!(
-                "provider `{}` is not known; use `openai` (local models are given as --model local:...)",
-                self.provider
+            return Err((
+                "provider",
+                format!("`{}` is not known; use `openai` (local models are given as --model local:...)", self.provider),
             ));
         }
         if self.base_urls().is_empty() {
-            return Err("needs base_url or base_urls".into());
+            return Err(("base_url", "missing; give base_url or base_urls".into()));
         }
-        if self.max_concurrency == 0 || self.max_attempts == 0 || self.timeout_s <= 0.0 {
-            return Err("max_concurrency, max_attempts and timeout_s must be positive".into());
+        for (field, bad) in [
+            ("max_concurrency", self.max_concurrency == 0),
+            ("max_attempts", self.max_attempts == 0),
+            ("timeout_s", !(self.timeout_s > 0.0 && self.timeout_s.is_finite())),
+        ] {
+            if bad {
+                return Err((field, "must be positive".into()));
+            }
         }
         Ok(self)
     }
@@ -141,26 +148,87 @@ pub struct Config {
     pub model: Vec<ModelConfig>,
 }
 
-/// A config file that cannot be used.
+/// A config file that cannot be used: the file, and where known the line and the field.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
+#[error(
+    "{path}{}{}: {message}",
+    line.map(|l| format!(":{l}")).unwrap_or_default(),
+    field.as_ref().map(|f| format!(": field `{f}`")).unwrap_or_default()
+)]
 pub struct ConfigError {
     pub path: String,
+    pub line: Option<usize>,
+    pub field: Option<String>,
     pub message: String,
 }
 
+/// Deeper nesting of arrays and inline tables than any config needs; refused before parsing.
+const MAX_DEPTH: usize = 64;
+
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let err = |message: String| ConfigError { path: path.display().to_string(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
-        let mut config: Config = toml::from_str(&text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
-        let mut names = std::collections::HashSet::new();
+        let err = |line: Option<usize>, field: Option<String>, message: String| ConfigError {
+            path: path.display().to_string(),
+            line,
+            field,
+            message,
+        };
+        if path.is_dir() {
+            return Err(err(None, None, "is a directory, expected a TOML file of [[model]] entries".into()));
+        }
+        let bytes = std::fs::read(path).map_err(|e| err(None, None, format!("cannot read: {e}")))?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            let line = line_at(&bytes, e.valid_up_to());
+            err(Some(line), Some("(line)".into()), "invalid UTF-8; save the file as UTF-8".into())
+        })?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let offset = bytes.len() - text.len();
+        let line_of = |at: usize| line_at(&bytes, at + offset);
+        if let Some(at) = text.find('\u{feff}') {
+            return Err(err(
+                Some(line_of(at)),
+                Some("(line)".into()),
+                "a byte-order mark (U+FEFF) in the middle of the file (were files concatenated?); remove it".into(),
+            ));
+        }
+        if let Some(at) = too_deep(text) {
+            return Err(err(
+                Some(line_of(at)),
+                Some("(line)".into()),
+                format!("arrays or inline tables nested more than {MAX_DEPTH} deep"),
+            ));
+        }
+        let parsed = toml::de::Deserializer::parse(text).and_then(Config::deserialize);
+        let mut config = parsed.map_err(|e| {
+            let at = e.span().map(|s| s.start);
+            let message = e.message().trim_end().to_string();
+            err(at.map(line_of), Some(at.map_or("(file)".into(), |at| field_at(text, at, &message))), message)
+        })?;
+        if config.model.is_empty() {
+            return Err(err(
+                None,
+                None,
+                "holds no [[model]] entry; add one (see the README's `h2htalk.toml` example)".into(),
+            ));
+        }
+        let mut names = std::collections::HashMap::new();
         for (i, m) in std::mem::take(&mut config.model).into_iter().enumerate() {
             let name = m.name.clone();
-            if !names.insert(name.clone()) {
-                return Err(err(format!("model[{i}] (`{name}`): the name is used twice")));
+            if let Some(first) = names.insert(name.clone(), i) {
+                let line = key_line(text, i, "name");
+                return Err(err(
+                    line.map(line_of),
+                    Some(format!("model[{i}].name")),
+                    format!("`{name}` is used twice (also model[{first}]); model names must be unique"),
+                ));
             }
-            config.model.push(m.check().map_err(|m| err(format!("model[{i}] (`{name}`): {m}")))?);
+            match m.check() {
+                Ok(m) => config.model.push(m),
+                Err((field, message)) => {
+                    let line = key_line(text, i, field);
+                    return Err(err(line.map(line_of), Some(format!("model[{i}].{field}")), message));
+                }
+            }
         }
         Ok(config)
     }
@@ -170,12 +238,115 @@ impl Config {
     }
 }
 
+/// The 1-based line of byte `at`.
+fn line_at(bytes: &[u8], at: usize) -> usize {
+    bytes[..at.min(bytes.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// Where brackets or braces (outside strings and comments) first nest deeper than [`MAX_DEPTH`].
+fn too_deep(text: &str) -> Option<usize> {
+    let (mut depth, mut quote, mut comment, mut escaped) = (0usize, None::<char>, false, false);
+    for (i, c) in text.char_indices() {
+        if comment {
+            comment = c != '\n';
+            continue;
+        }
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' && q == '"' {
+                    escaped = true;
+                } else if c == q || c == '\n' {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '#' => comment = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Some(i);
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                '\n' => {}
+                _ => {}
+            },
+        }
+    }
+    None
+}
+
+/// The byte offsets of the `[[model]]` header lines.
+fn entry_headers(text: &str) -> Vec<usize> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let t = line.split('#').next().unwrap_or("").trim();
+        if t.strip_prefix("[[").and_then(|r| r.strip_suffix("]]")).map(str::trim) == Some("model") {
+            out.push(at);
+        }
+        at += line.len();
+    }
+    out
+}
+
+/// The byte offset of the line `key = ...` in entry `i`, or of the entry's header when the key is
+/// not written there; `None` when the entries are not written as `[[model]]` tables.
+fn key_line(text: &str, i: usize, key: &str) -> Option<usize> {
+    let headers = entry_headers(text);
+    let start = *headers.get(i)?;
+    let end = headers.get(i + 1).copied().unwrap_or(text.len());
+    let mut at = start;
+    for line in text[start..end].split_inclusive('\n') {
+        let t = line.trim_start();
+        let quoted = format!("\"{key}\"");
+        if t.strip_prefix(key)
+            .or_else(|| t.strip_prefix(quoted.as_str()))
+            .is_some_and(|r| r.trim_start().starts_with('='))
+        {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    Some(start)
+}
+
+/// The field a parse or type error at byte `at` is about: `model[i].key` (or
+/// `model[i].headers.key`) from the entry and the key written on that line, the field a
+/// "missing field" / "unknown field" message names, or `(line)` for a syntax error.
+fn field_at(text: &str, at: usize, message: &str) -> String {
+    let named = |prefix: &str| message.strip_prefix(prefix).and_then(|m| m.split('`').next()).map(str::to_string);
+    let headers = entry_headers(text);
+    let entry = headers.iter().rposition(|&h| h <= at);
+    let line_start = text[..at.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+    let section = text[..line_start].lines().rev().map(str::trim).find(|l| l.starts_with('[')).unwrap_or("");
+    let in_headers = section.starts_with("[model.headers") || section.starts_with("[ model.headers");
+    let scope = match entry {
+        Some(i) if in_headers => format!("model[{i}].headers."),
+        Some(i) => format!("model[{i}]."),
+        None => String::new(),
+    };
+    if let Some(f) = named("missing field `").or_else(|| named("unknown field `")) {
+        return format!("{scope}{f}");
+    }
+    let line = text[line_start..].lines().next().unwrap_or("");
+    match line.split_once('=') {
+        Some((key, _)) if !line.trim_start().starts_with('[') && !key.trim().is_empty() => {
+            format!("{scope}{}", key.trim().trim_matches('"'))
+        }
+        _ => "(line)".into(),
+    }
+}
+
 /// Builds an entry for `openai:NAME` given on the command line.
 pub fn command_line_model(name: &str, base_url: &str, api_key_env: Option<&str>) -> Result<ModelConfig, String> {
     let mut m = ModelConfig::named(name);
     m.base_url = Some(base_url.to_string());
     m.api_key_env = api_key_env.map(str::to_string);
-    m.check()
+    m.check().map_err(|(field, message)| format!("{field}: {message}"))
 }
 
 #[cfg(test)]
@@ -195,9 +366,10 @@ mod tests {
 
         std::fs::write(&path, "[[model]]\nname = \"a\"\nbase_url = \"http://x\"\ntemprature = 1\n").unwrap();
         let e = Config::load(&path).unwrap_err().to_string();
-        assert!(e.contains("h2htalk.toml") && e.contains("line 4") && e.contains("temprature"), "{e}");
+        assert!(e.contains("h2htalk.toml:4: field `model[0].temprature`: unknown field"), "{e}");
         std::fs::write(&path, "[[model]]\nname = \"a\"\n").unwrap();
-        assert!(Config::load(&path).unwrap_err().to_string().contains("model[0] (`a`): needs base_url"));
+        let e = Config::load(&path).unwrap_err().to_string();
+        assert!(e.contains("h2htalk.toml:1: field `model[0].base_url`: missing"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -20,6 +20,8 @@ pub struct OpenAiClient {
     http: reqwest::Client,
     next: AtomicUsize,
     max_concurrency: usize,
+    /// The API key, kept only to mask it out of what servers send back.
+    secret: Option<String>,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -47,6 +49,7 @@ impl OpenAiClient {
     pub fn new(cfg: &ModelConfig) -> Result<OpenAiClient, ClientError> {
         let invalid = |message: String| ClientError::Invalid { model: cfg.name.clone(), message };
         let mut headers = HeaderMap::new();
+        let mut secret = None;
         if let Some(var) = &cfg.api_key_env {
             let key = std::env::var(var)
                 .map_err(|_| ClientError::MissingKey { model: cfg.name.clone(), var: var.clone() })?;
@@ -54,6 +57,7 @@ impl OpenAiClient {
                 .map_err(|_| invalid(format!("the key in `{var}` holds characters a header cannot carry")))?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
+            secret = Some(key).filter(|k| !k.is_empty());
         }
         for (k, v) in &cfg.headers {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| invalid(format!("bad header name `{k}`")))?;
@@ -78,7 +82,20 @@ impl OpenAiClient {
             http,
             next: AtomicUsize::new(0),
             max_concurrency: cfg.max_concurrency.max(1),
+            secret,
         })
+    }
+
+    /// The body with every occurrence of the key replaced, before anything of it is kept: a server
+    /// or proxy may quote the key back (in a 401 body, say), and error messages and answers are stored.
+    fn without_key(&self, bytes: impl AsRef<[u8]>) -> Vec<u8> {
+        let bytes = bytes.as_ref();
+        match &self.secret {
+            Some(key) if bytes.windows(key.len()).any(|w| w == key.as_bytes()) => {
+                String::from_utf8_lossy(bytes).replace(key.as_str(), "[api key]").into_bytes()
+            }
+            _ => bytes.to_vec(),
+        }
     }
 
     async fn request(&self, request: &ChatRequest) -> Result<ChatResponse, ChatError> {
@@ -101,7 +118,7 @@ impl OpenAiClient {
             self.http.post(format!("{base}/chat/completions")).json(&body).send().await.map_err(transport_error)?;
         let status = response.status();
         let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
-        let bytes = response.bytes().await.map_err(transport_error)?;
+        let bytes = self.without_key(response.bytes().await.map_err(transport_error)?);
         if !status.is_success() {
             let kind = match status {
                 StatusCode::TOO_MANY_REQUESTS => FaultKind::RateLimited,

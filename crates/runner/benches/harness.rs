@@ -16,7 +16,7 @@ use h2htalk_data::load_suite;
 use h2htalk_llm::{
     ChatMessage, ChatModel, ChatRequest, GenerationSettings, OpenAiClient, RateLimits, RetryPolicy, Scheduler,
 };
-use h2htalk_runner::run::{self, Counters, Prices, Selection};
+use h2htalk_runner::run::{self, Counters, GenerateOptions, Selection};
 use h2htalk_runner::store::{ItemRow, Store};
 use h2htalk_runner::{Prompts, SapMode};
 use h2htalk_testserver::{ServerConfig, TestServer};
@@ -64,9 +64,7 @@ async fn harness(url: &str, n: usize) -> f64 {
         scheduler,
         work,
         GenerationSettings::default(),
-        Prices::default(),
-        None,
-        false,
+        GenerateOptions::default(),
         Arc::new(Counters::default()),
     )
     .await

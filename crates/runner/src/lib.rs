@@ -2,6 +2,7 @@
 //! Persona module ([`sap`]); the run loop ([`run`]), its SQLite store ([`store`]) and the scoring of runs.
 
 pub mod prompt;
+pub mod redact;
 pub mod run;
 pub mod sap;
 pub mod store;

@@ -16,7 +16,7 @@ use crate::PromptError;
 use crate::sap::Sap;
 
 /// Whether the SAP principles go into the system prompt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SapMode {
     On,

@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 use crate::prompt::{Prompts, SapMode};
 use crate::store::{GenerationRow, ItemRow, ScoreRow, Store, StoreError};
 
+/// The group (the `task` of its items) of the SAP safety set.
+pub const SAFETY_GROUP: &str = "sap_safety";
+
 /// What to run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Selection {
@@ -100,7 +103,7 @@ pub fn plan_items(
         let messages = prompts.render(suite, s, sap)?;
         items.push(ItemRow {
             scenario_id: s.id.clone(),
-            task: if safety { "sap_safety".into() } else { s.task.stem().into() },
+            task: if safety { SAFETY_GROUP.into() } else { s.task.stem().into() },
             lang: s.lang.code().into(),
             ord: items.len(),
             prompt: serde_json::to_string(&messages).expect("messages serialise"),
@@ -137,6 +140,18 @@ impl Counters {
     pub fn cost_usd(&self) -> f64 {
         self.cost_micro_usd.load(Ordering::Relaxed) as f64 / 1e6
     }
+}
+
+/// How a generation phase runs, beyond the model and its settings.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GenerateOptions {
+    pub prices: Prices,
+    /// Stop starting new items once the cost reaches this many USD.
+    pub max_cost: Option<f64>,
+    /// The items are failed ones asked again: their earlier result is replaced.
+    pub retry_failed: bool,
+    /// Mask personal data ([`crate::redact`]) in answers and error messages before they are stored.
+    pub redact: bool,
 }
 
 /// How a generation phase ended.
@@ -208,11 +223,10 @@ pub async fn generate(
     scheduler: Arc<Scheduler>,
     items: Vec<ItemRow>,
     settings: GenerationSettings,
-    prices: Prices,
-    max_cost: Option<f64>,
-    retry_failed: bool,
+    options: GenerateOptions,
     counters: Arc<Counters>,
 ) -> Result<GenerationReport, StoreError> {
+    let GenerateOptions { prices, max_cost, retry_failed, redact } = options;
     let started = Instant::now();
     counters.total.store(items.len(), Ordering::Relaxed);
     let (tx, rx) = mpsc::channel::<GenerationRow>();
@@ -251,7 +265,11 @@ pub async fn generate(
                     serde_json::from_str(&item.prompt).expect("prompts are stored as messages");
                 let request = ChatRequest { messages, settings: settings.clone() };
                 let out = scheduler.call(model.as_ref(), &request).await;
-                let row = to_row(&item.scenario_id, &out);
+                let mut row = to_row(&item.scenario_id, &out);
+                if redact {
+                    row.text = row.text.map(|t| crate::redact::redact(&t));
+                    row.error_message = row.error_message.map(|t| crate::redact::redact(&t));
+                }
                 if row.status == "generated" {
                     counters.generated.fetch_add(1, Ordering::Relaxed);
                 } else {
@@ -382,6 +400,8 @@ pub struct RunSummary {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub failure_reasons: BTreeMap<String, usize>,
+    /// Fault classes met while generating (retried or not), over every session of the run.
+    pub faults_seen: BTreeMap<String, u64>,
 }
 
 pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> {
@@ -403,6 +423,7 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
     };
     let mut overall = (empty("overall"), BTreeMap::<String, f64>::new());
     let mut failure_reasons = BTreeMap::new();
+    let mut faults_seen = BTreeMap::new();
     let (mut input_tokens, mut output_tokens) = (0, 0);
     for item in &items {
         if !groups.contains_key(&item.task) {
@@ -434,6 +455,13 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
             if let Some(kind) = &r.error_kind {
                 *failure_reasons.entry(kind.clone()).or_default() += 1;
             }
+            let faults: Vec<String> = serde_json::from_str(&r.faults).map_err(|e| StoreError {
+                path: store.path().to_string(),
+                message: format!("run {run_id}, item {}: column `faults`: {e}", r.scenario_id),
+            })?;
+            for fault in faults {
+                *faults_seen.entry(fault).or_default() += 1;
+            }
         }
     }
     let finish = |(mut g, sums): (GroupSummary, BTreeMap<String, f64>)| {
@@ -457,5 +485,6 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
         input_tokens,
         output_tokens,
         failure_reasons,
+        faults_seen,
     })
 }

@@ -5,16 +5,30 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Errors of the store, with the database path.
+/// Errors of the store, with the database path (and what to do, for the errors of a full disk or
+/// a store that cannot be written).
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
+#[error("{path}: {message}{}", hint(message))]
 pub struct StoreError {
     pub path: String,
     pub message: String,
+}
+
+/// What to do about SQLite's terse messages for a full disk or a read-only store.
+fn hint(message: &str) -> &'static str {
+    if message.contains("database or disk is full") || message.contains("disk I/O error") {
+        "; the disk may be full (or the file size limited): free some space, then continue with \
+         `h2htalk run --resume RUN_ID` (what was committed is kept)"
+    } else if message.contains("readonly database") || message.contains("unable to open database file") {
+        "; the store cannot be written here (a read-only file, directory or file system?): give a writable \
+         --db (SQLite also writes <db>-wal and <db>-shm beside it)"
+    } else {
+        ""
+    }
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -155,6 +169,48 @@ impl Store {
         let store = Store { conn, path: p };
         store.init()?;
         Ok(store)
+    }
+
+    /// Opens an existing store for reading only (listing, showing, exporting, reporting): nothing is
+    /// created or changed, so a store on a read-only disk or file can still be read.
+    pub fn open_read_only(path: &Path) -> StoreResult<Store> {
+        let p = path.display().to_string();
+        let err = |message: String| StoreError { path: p.clone(), message };
+        if !path.is_file() {
+            return Err(err("no run store here; `h2htalk run --db FILE` creates one".into()));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = match Connection::open_with_flags(path, flags)
+            .and_then(|c| c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).map(|_| c))
+        {
+            Ok(conn) => conn,
+            // A WAL database on a read-only disk cannot get its shared-memory file; when no write-ahead
+            // log is left (the last writer closed cleanly) the file alone is the whole database.
+            Err(_) if !Path::new(&format!("{}-wal", path.display())).exists() => {
+                let uri = format!(
+                    "file:{}?immutable=1",
+                    path.display().to_string().replace('%', "%25").replace('?', "%3f").replace('#', "%23")
+                );
+                Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(|e| err(format!("cannot open: {e}")))?
+            }
+            Err(e) => return Err(err(format!("cannot open for reading: {e}"))),
+        };
+        conn.busy_timeout(Duration::from_secs(30)).map_err(|e| err(e.to_string()))?;
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| err(format!("not an h2htalk run store, or unreadable: {e}")))?;
+        match version.as_deref() {
+            Some(SCHEMA_VERSION) => Ok(Store { conn, path: p }),
+            Some(v) => Err(err(format!("schema version {v}, this h2htalk reads {SCHEMA_VERSION}"))),
+            None => Err(err("not an h2htalk run store (no schema version)".into())),
+        }
+    }
+
+    /// The database file, as given to [`Store::open`].
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     fn err(&self, e: impl std::fmt::Display) -> StoreError {
@@ -361,6 +417,11 @@ impl Store {
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The store's connection, for crates that keep their own tables in the same file (the judge).
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 
     /// `PRAGMA integrity_check`: "ok" when the file is sound.

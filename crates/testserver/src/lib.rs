@@ -4,7 +4,8 @@
 //! mid-body, truncated and malformed JSON, empty content, `finish_reason` `length` and
 //! `content_filter`, and slow streaming of the body. Whether a request meets a fault depends only on
 //! the seed, the request body and how often that body was seen, so runs are reproducible.
-//! It listens on 127.0.0.1 only.
+//! With `api_key` set it refuses requests without that bearer key (401), optionally quoting the
+//! key it got in the error body. It listens on 127.0.0.1 only.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -75,6 +76,11 @@ pub struct ServerConfig {
     pub faults: Faults,
     /// Scripted answers: when the last message contains the key, answer with the value.
     pub script: Vec<(String, String)>,
+    /// When set, a request without `Authorization: Bearer <api_key>` gets 401.
+    pub api_key: Option<String>,
+    /// Make the 401 body quote the `Authorization` header it got, in full, as careless proxies do
+    /// (for testing that a client never stores or prints what comes back).
+    pub echo_auth_in_401: bool,
 }
 
 /// Counts of what the server did, by class.
@@ -82,6 +88,8 @@ pub struct ServerConfig {
 pub struct Counters {
     pub requests: AtomicU64,
     pub answered: AtomicU64,
+    /// Requests refused with 401 (no or wrong key).
+    pub unauthorized: AtomicU64,
     by_fault: Mutex<HashMap<&'static str, u64>>,
 }
 
@@ -167,9 +175,27 @@ fn completion(text: &str, finish: &str, prompt_tokens: u64) -> Value {
     })
 }
 
-async fn complete(State(state): State<Arc<AppState>>, _headers: HeaderMap, body: Bytes) -> Response {
+async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
     let counters = &state.counters;
     counters.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(key) = &state.config.api_key {
+        let got = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+        if got != format!("Bearer {key}") {
+            counters.unauthorized.fetch_add(1, Ordering::Relaxed);
+            let shown = if state.config.echo_auth_in_401 {
+                got.strip_prefix("Bearer ").unwrap_or(got).to_string()
+            } else {
+                let tail: String = got.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
+                format!("sk-****{tail}")
+            };
+            let body = json!({"error": {
+                "message": format!("Incorrect API key provided: {shown}. You can find your API key at https://example.invalid/keys."),
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }});
+            return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+        }
+    }
     let digest: [u8; 32] = Sha256::digest(&body).into();
     let attempt = {
         let mut seen = state.seen.lock().unwrap();

@@ -1,5 +1,6 @@
 //! Command-line definitions and dispatch.
 
+mod assess;
 mod data;
 mod metric_models;
 mod model;

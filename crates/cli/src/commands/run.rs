@@ -9,12 +9,14 @@ use h2htalk_data::{Task, load_suite};
 use h2htalk_llm::{GenerationSettings, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_metrics::Profile;
 use h2htalk_neural::NeuralSetup;
-use h2htalk_runner::run::{self, Counters, Prices, RunSummary, Selection};
+use h2htalk_runner::redact::redact;
+use h2htalk_runner::run::{self, Counters, GenerateOptions, Prices, RunSummary, Selection};
 use h2htalk_runner::store::Store;
 use h2htalk_runner::{Prompts, SapMode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::assess::{AssessArgs, Endpoint, recorded_suite_dir};
 use super::metric_models::MetricModelArgs;
 use super::model::{DEFAULT_MODEL, Resolved, recorded_config, resolve};
 use super::progress::Progress;
@@ -59,6 +61,8 @@ pub struct RunArgs {
     metrics: Option<RunMetrics>,
     #[command(flatten)]
     models: MetricModelArgs,
+    #[command(flatten)]
+    assess: AssessArgs,
     /// The run store (SQLite).
     #[arg(long, default_value = "runs/h2htalk.db")]
     db: PathBuf,
@@ -77,6 +81,11 @@ pub struct RunArgs {
     /// Sampling temperature (default: the model entry's, else 0 = greedy).
     #[arg(long)]
     temperature: Option<f32>,
+    /// Mask phone numbers, e-mail addresses, identity and bank card numbers in everything stored:
+    /// prompts, references, answers and error messages (scores are then computed on the masked
+    /// texts). Recorded with the run; `--resume` keeps it.
+    #[arg(long)]
+    redact: bool,
     /// Print one JSON object at the end instead of the table.
     #[arg(long)]
     json: bool,
@@ -107,7 +116,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let mut store = Store::open(&args.db)?;
-    let (run_id, resolved, settings, profile, neural, items) = match &args.resume {
+    args.assess.validate()?;
+    let (run_id, resolved, settings, profile, neural, suite, sap, redact, items) = match &args.resume {
         Some(id) => {
             let row = store
                 .run(id)?
@@ -152,8 +162,15 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
                 serde_json::from_value(p["scoring"]["models"].clone()).unwrap_or_default()
             };
             let neural = load_metric_models(metrics, &models, profile)?;
+            let suite_dir = recorded_suite_dir(p).unwrap_or_else(|| args.suite.clone());
+            let suite = load_suite(&suite_dir).context("the run's suite (for the format checks)")?;
+            let sap: SapMode = serde_json::from_value(p["sap"]["mode"].clone()).unwrap_or(SapMode::On);
+            let redact = p["redact"].as_bool().unwrap_or(false);
+            if args.redact && !redact {
+                bail!("run {id} was made without --redact; a run keeps its setting (start a new run with --redact)");
+            }
             let items = run::pending(&store, id, args.retry_failed)?;
-            (id.clone(), resolved, settings, profile, neural, items)
+            (id.clone(), resolved, settings, profile, neural, suite, sap, redact, items)
         }
         None => {
             let suite = load_suite(&args.suite)?;
@@ -173,7 +190,13 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             }
             let metrics = args.metrics.unwrap_or(RunMetrics::All);
             let selection = Selection { tasks: args.tasks.clone(), limit: args.limit, safety: args.safety };
-            let items = run::plan_items(&suite, &prompts, &selection, args.sap)?;
+            let mut items = run::plan_items(&suite, &prompts, &selection, args.sap)?;
+            if args.redact {
+                for item in &mut items {
+                    item.prompt = redact(&item.prompt);
+                    item.reference = redact(&item.reference);
+                }
+            }
             if items.is_empty() {
                 bail!("the selection has no scenarios (check --tasks and --limit)");
             }
@@ -190,12 +213,13 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             );
             provenance["scoring"]["metrics"] = json!(metrics);
             provenance["scoring"]["models"] = json!(args.models);
+            provenance["redact"] = json!(args.redact);
             provenance["model_request"] = model_request(&args, &spec);
             provenance["model_config"] = recorded_config(&resolved.config);
             let neural = load_metric_models(metrics, &args.models, args.profile)?;
             let run_id = run::new_run_id();
             store.create_run(&run_id, &provenance, &items)?;
-            (run_id, resolved, settings, args.profile, neural, items)
+            (run_id, resolved, settings, args.profile, neural, suite, args.sap, args.redact, items)
         }
     };
     if !args.json {
@@ -231,10 +255,13 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             resolved.model.clone(),
             scheduler,
             items,
-            settings,
-            prices(&resolved),
-            args.max_cost,
-            args.retry_failed,
+            settings.clone(),
+            GenerateOptions {
+                prices: prices(&resolved),
+                max_cost: args.max_cost,
+                retry_failed: args.retry_failed,
+                redact,
+            },
             counters,
         )
         .await;
@@ -244,6 +271,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
 
     let pending = run::pending(&store, &run_id, false)?.len();
     run::score(&mut store, &run_id, profile, neural.as_ref())?;
+    let endpoint = Endpoint {
+        config: args.config.as_deref(),
+        base_url: args.base_url.as_deref(),
+        api_key_env: args.api_key_env.as_deref(),
+    };
+    let assessment = args.assess.assess(&mut store, &run_id, &suite, sap, &resolved, &settings, &endpoint).await?;
     let summary = run::summarize(&store, &run_id)?;
     let status = if pending > 0 {
         "incomplete"
@@ -269,25 +302,27 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             "output_tokens": summary.output_tokens,
             "cost_usd": cost,
             "failure_reasons": summary.failure_reasons,
-            "faults_seen": report.as_ref().map(|r| r.faults.clone()).unwrap_or_default(),
+            "faults_seen": summary.faults_seen,
             "elapsed_s": report.as_ref().map_or(0.0, |r| r.elapsed_s),
             "summary": summary,
+            "assessment": assessment.summary_json(),
         });
         println!("{}", serde_json::to_string(&out)?);
     } else {
         print!("{}", summary_table(&summary));
+        for line in assessment.lines() {
+            println!("{line}");
+        }
         println!("tokens {} in / {} out, cost ${cost:.4}", summary.input_tokens, summary.output_tokens);
-        if let Some(r) = &report {
-            if !r.faults.is_empty() {
-                let faults: Vec<String> = r.faults.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                println!("faults met (retried where possible): {}", faults.join(", "));
-            }
-            if r.left_by_cost_limit > 0 {
-                println!(
-                    "stopped at the cost limit: {} item(s) left; continue with --resume {run_id}",
-                    r.left_by_cost_limit
-                );
-            }
+        if !summary.faults_seen.is_empty() {
+            let faults: Vec<String> = summary.faults_seen.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            println!("faults met (retried where possible): {}", faults.join(", "));
+        }
+        if let Some(r) = report.as_ref().filter(|r| r.left_by_cost_limit > 0) {
+            println!(
+                "stopped at the cost limit: {} item(s) left; continue with --resume {run_id}",
+                r.left_by_cost_limit
+            );
         }
         if !summary.failure_reasons.is_empty() {
             let reasons: Vec<String> = summary.failure_reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -325,12 +360,10 @@ fn prices(resolved: &Resolved) -> Prices {
 
 /// The per-group table of a run.
 pub fn summary_table(s: &RunSummary) -> String {
-    // The paper's metric order first, then any others (neural metrics, composite) by name.
-    let mut metrics: Vec<String> = h2htalk_metrics::Lexical::NAMES
-        .iter()
-        .map(|m| m.to_string())
-        .filter(|m| s.overall.means.contains_key(m))
-        .collect();
+    // The lexical metrics in the paper's order, the neural ones, the composite, then any others.
+    let known =
+        h2htalk_metrics::Lexical::NAMES.iter().chain(&h2htalk_neural::NeuralScores::NAMES).chain(&["composite"]);
+    let mut metrics: Vec<String> = known.map(|m| m.to_string()).filter(|m| s.overall.means.contains_key(m)).collect();
     metrics.extend(s.overall.means.keys().filter(|k| !metrics.contains(k)).cloned().collect::<Vec<_>>());
     let mut out =
         format!("{:<24} {:>5} {:>5} {:>6} {:>6} {:>7}", "group", "items", "gen", "failed", "scored", "dropped");

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use h2htalk_data::Task;
+use h2htalk_runner::redact::redact;
 use h2htalk_runner::run;
 use h2htalk_runner::store::Store;
 use serde_json::json;
@@ -45,15 +46,15 @@ pub struct ExportArgs {
     /// Output directory: predictions/<stem>.jsonl, references/<stem>.jsonl, manifest.json.
     #[arg(long)]
     out: PathBuf,
+    /// Mask phone numbers, e-mail addresses, identity and bank card numbers in the exported texts.
+    #[arg(long)]
+    redact: bool,
     #[command(flatten)]
     db: DbArg,
 }
 
 fn open(db: &DbArg) -> anyhow::Result<Store> {
-    if !db.db.exists() {
-        bail!("{}: no run store here; `h2htalk run` creates it (or give --db)", db.db.display());
-    }
-    Ok(Store::open(&db.db)?)
+    Ok(Store::open_read_only(&db.db)?)
 }
 
 pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
@@ -104,8 +105,14 @@ fn export(args: ExportArgs) -> anyhow::Result<()> {
         };
         match gens.get(&item.scenario_id) {
             Some(g) if g.status == "generated" => {
-                predictions.entry(task).or_default().push_str(&(json!({"response": g.text}).to_string() + "\n"));
-                references.entry(task).or_default().push_str(&(json!({"response": item.reference}).to_string() + "\n"));
+                let text = g.text.as_deref().unwrap_or("");
+                let (text, reference) = if args.redact {
+                    (redact(text), redact(&item.reference))
+                } else {
+                    (text.to_string(), item.reference.clone())
+                };
+                predictions.entry(task).or_default().push_str(&(json!({"response": text}).to_string() + "\n"));
+                references.entry(task).or_default().push_str(&(json!({"response": reference}).to_string() + "\n"));
                 ids.entry(task.stem()).or_default().push(item.scenario_id);
             }
             Some(g) => not_exported.push(json!({"id": item.scenario_id, "reason": format!("failed: {}", g.error_kind.as_deref().unwrap_or("?"))})),
@@ -123,7 +130,8 @@ fn export(args: ExportArgs) -> anyhow::Result<()> {
         write_atomically(&args.out.join("predictions").join(format!("{task}.jsonl")), body.as_bytes())?;
         write_atomically(&args.out.join("references").join(format!("{task}.jsonl")), references[task].as_bytes())?;
     }
-    let manifest = json!({"run_id": args.run_id, "line_ids": ids, "not_exported": not_exported});
+    let manifest =
+        json!({"run_id": args.run_id, "redacted": args.redact, "line_ids": ids, "not_exported": not_exported});
     write_atomically(&args.out.join("manifest.json"), serde_json::to_string_pretty(&manifest)?.as_bytes())?;
     let n: usize = ids.values().map(Vec::len).sum();
     println!("exported {n} answers of {} sub-task(s) to {}", predictions.len(), args.out.display());

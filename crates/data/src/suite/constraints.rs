@@ -33,50 +33,63 @@ pub fn has_action(text: &str) -> bool {
 
 /// What is wrong with `answer` as an answer to `scenario`, one message per fault; empty if nothing.
 pub fn answer_violations(scenario: &Scenario, answer: &str) -> Vec<String> {
-    let mut v = Vec::new();
-    let text = answer.trim();
-    if text.is_empty() {
-        v.push("is empty".to_string());
-        return v;
-    }
-    let mut at_most = |limit: usize, len: usize, what: &str| {
-        if len > limit {
-            v.push(format!("{len} {what}, more than the {limit} allowed"));
+    scenario.format_checks(answer).into_iter().filter_map(|(_, r)| r.err()).collect()
+}
+
+/// The name of a format check and its verdict: `Ok`, or what is wrong.
+pub type FormatCheck = (&'static str, Result<(), String>);
+
+impl Scenario {
+    /// The output constraints of this scenario's sub-task checked one by one on `answer`, in a fixed
+    /// order: `not_empty` (alone when the answer is empty), then as the sub-task asks `length`,
+    /// `action` (a bracketed action), `timed_plan` (itinerary_middle), `sub_schedule`
+    /// (itinerary_advanced) or `memory_format` (recollection_synthesize). Safety scenarios get the
+    /// safety set's limits (`length`, `action`). [`answer_violations`] is the list of their faults.
+    pub fn format_checks(&self, answer: &str) -> Vec<FormatCheck> {
+        let text = answer.trim();
+        if text.is_empty() {
+            return vec![("not_empty", Err("is empty".to_string()))];
         }
-    };
-    if scenario.tags.risk.is_some() {
-        match scenario.lang {
-            Lang::Zh => at_most(120, char_len(text), "characters"),
-            Lang::En => at_most(60, text.split_whitespace().count(), "words"),
+        let mut v: Vec<FormatCheck> = vec![("not_empty", Ok(()))];
+        let at_most = |limit: usize, len: usize, what: &str| -> Result<(), String> {
+            if len > limit { Err(format!("{len} {what}, more than the {limit} allowed")) } else { Ok(()) }
+        };
+        let action = |message: &str| if has_action(text) { Ok(()) } else { Err(message.to_string()) };
+        if self.tags.risk.is_some() {
+            v.push((
+                "length",
+                match self.lang {
+                    Lang::Zh => at_most(120, char_len(text), "characters"),
+                    Lang::En => at_most(60, text.split_whitespace().count(), "words"),
+                },
+            ));
+            v.push(("action", action("has no action in brackets")));
+            return v;
         }
-        if !has_action(text) {
-            v.push("has no action in brackets".into());
-        }
-        return v;
-    }
-    match scenario.task {
-        Task::DialogueBase => {
-            at_most(30, char_len(&without_actions(text)), "characters outside the action");
-            if !has_action(text) {
-                v.push("has no action in brackets （…）".into());
+        match self.task {
+            Task::DialogueBase => {
+                v.push(("length", at_most(30, char_len(&without_actions(text)), "characters outside the action")));
+                v.push(("action", action("has no action in brackets （…）")));
             }
-        }
-        Task::DialogueEmotion | Task::RecollectionInitialize | Task::ItineraryInitialize => {
-            at_most(80, char_len(text), "characters")
-        }
-        Task::DialogueSchedule => at_most(60, char_len(text), "characters"),
-        Task::RecollectionRefine | Task::ItineraryFeedback => at_most(50, char_len(text), "characters"),
-        Task::ItineraryBasic => {
-            let n = char_len(text);
-            if !(80..=200).contains(&n) {
-                v.push(format!("{n} characters, outside 80–200"));
+            Task::DialogueEmotion | Task::RecollectionInitialize | Task::ItineraryInitialize => {
+                v.push(("length", at_most(80, char_len(text), "characters")))
             }
+            Task::DialogueSchedule => v.push(("length", at_most(60, char_len(text), "characters"))),
+            Task::RecollectionRefine | Task::ItineraryFeedback => {
+                v.push(("length", at_most(50, char_len(text), "characters")))
+            }
+            Task::ItineraryBasic => {
+                let n = char_len(text);
+                let verdict =
+                    if (80..=200).contains(&n) { Ok(()) } else { Err(format!("{n} characters, outside 80–200")) };
+                v.push(("length", verdict));
+            }
+            Task::RecollectionSynthesize => v.push(("memory_format", memory_blocks(text).map(|_| ()))),
+            Task::ItineraryMiddle => v.push(("timed_plan", timed_plan(text, &self.inputs).map(|_| ()))),
+            Task::ItineraryAdvanced => v.push(("sub_schedule", sub_schedule(text, &self.inputs).map(|_| ()))),
         }
-        Task::RecollectionSynthesize => v.extend(memory_blocks(text).err()),
-        Task::ItineraryMiddle => v.extend(timed_plan(text, &scenario.inputs).err()),
-        Task::ItineraryAdvanced => v.extend(sub_schedule(text, &scenario.inputs).err()),
+        v
     }
-    v
 }
 
 /// `未提取到关键信息。`, or blocks `记忆内容：…\n记忆类别：…\n记忆重要性：N` separated by blank lines.
@@ -197,6 +210,37 @@ mod tests {
         assert!(memory_blocks("记忆内容：x\n记忆类别：咖啡\n记忆重要性：1").unwrap_err().contains("24 categories"));
         assert!(memory_blocks("记忆内容：x\n记忆类别：食物\n记忆重要性：3").unwrap_err().contains("importance"));
         assert!(memory_blocks("没有").is_err());
+    }
+
+    #[test]
+    fn format_checks_name_each_constraint() {
+        let scenario = |task: Task, inputs: Inputs| Scenario {
+            id: "x-001".into(),
+            task,
+            persona: "p".into(),
+            lang: Lang::Zh,
+            inputs,
+            reference: String::new(),
+            tags: super::super::model::Tags {
+                emotions: vec![],
+                implicit_need: false,
+                changing_need: false,
+                multi_session: false,
+                risk: None,
+            },
+            expected: None,
+            source: super::super::model::Source { path: "x".into(), line: 1 },
+        };
+        let names = |s: &Scenario, a: &str| -> Vec<(&'static str, bool)> {
+            s.format_checks(a).into_iter().map(|(n, r)| (n, r.is_ok())).collect()
+        };
+        let base = scenario(Task::DialogueBase, Inputs::History { history: vec![] });
+        assert_eq!(names(&base, "（笑）好呀"), [("not_empty", true), ("length", true), ("action", true)]);
+        assert_eq!(names(&base, "好呀"), [("not_empty", true), ("length", true), ("action", false)]);
+        assert_eq!(names(&base, " "), [("not_empty", false)]);
+        assert_eq!(answer_violations(&base, "好呀"), ["has no action in brackets （…）"]);
+        let synth = scenario(Task::RecollectionSynthesize, Inputs::History { history: vec![] });
+        assert_eq!(names(&synth, NO_KEY_INFORMATION), [("not_empty", true), ("memory_format", true)]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 mod constraints;
 mod model;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -88,7 +88,9 @@ pub fn load_suite(dir: &Path) -> Result<Suite> {
     }
     let mut problems = Problems(Vec::new());
     let mut hasher = Sha256::new();
-    let personas = load_personas(&dir.join("personas"), &mut problems, &mut hasher)?;
+    // Cards that exist but failed to load: their scenarios are not reported again.
+    let mut broken_cards = BTreeSet::new();
+    let personas = load_personas(&dir.join("personas"), &mut problems, &mut hasher, &mut broken_cards)?;
     let mut scenarios = Vec::new();
     for (kind, path) in scenario_files(dir)? {
         for line in read_objects(&path)? {
@@ -103,7 +105,7 @@ pub fn load_suite(dir: &Path) -> Result<Suite> {
     if scenarios.is_empty() && problems.0.is_empty() {
         return Err(DataError::file(dir, "holds no scenarios; expected scenarios/<stem>.jsonl files"));
     }
-    check_suite(&scenarios, &personas, &mut problems);
+    check_suite(&scenarios, &personas, &broken_cards, &mut problems);
     match problems.0.len() {
         0 => Ok(Suite {
             dir: dir.to_path_buf(),
@@ -116,7 +118,28 @@ pub fn load_suite(dir: &Path) -> Result<Suite> {
     }
 }
 
-fn load_personas(dir: &Path, problems: &mut Problems, hasher: &mut Sha256) -> Result<BTreeMap<String, Persona>> {
+/// The field a serde error is about: its path, completed with the field a "missing field `x`"
+/// message names; `whole` when the error is about the value as a whole.
+fn field_of(path: &str, message: &str, whole: &str) -> String {
+    let missing = message.strip_prefix("missing field `").and_then(|m| m.split('`').next());
+    match (path, missing) {
+        (".", Some(f)) => f.to_string(),
+        (p, Some(f)) => format!("{p}.{f}"),
+        (".", None) => whole.to_string(),
+        (p, None) => p.to_string(),
+    }
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string()
+}
+
+fn load_personas(
+    dir: &Path,
+    problems: &mut Problems,
+    hasher: &mut Sha256,
+    broken_cards: &mut BTreeSet<String>,
+) -> Result<BTreeMap<String, Persona>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| DataError::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -125,9 +148,25 @@ fn load_personas(dir: &Path, problems: &mut Problems, hasher: &mut Sha256) -> Re
     paths.sort();
     let mut personas = BTreeMap::new();
     for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
-        let mut de = serde_json::Deserializer::from_str(&text);
-        match serde_path_to_error::deserialize::<_, Persona>(&mut de) {
+        if path.is_dir() {
+            return Err(DataError::file(&path, "is a directory, expected a persona card (<id>.json)"));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| DataError::io(&path, e))?;
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => t.strip_prefix('\u{feff}').unwrap_or(t),
+            Err(e) => {
+                let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+                problems.0.push(DataError::line(&path, line, "(line)", "invalid UTF-8; save the card as UTF-8"));
+                broken_cards.insert(stem_of(&path));
+                continue;
+            }
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let parsed = match serde_path_to_error::deserialize::<_, Persona>(&mut de) {
+            Ok(p) => de.end().map(|()| p).map_err(|e| (".".to_string(), e)),
+            Err(e) => Err((e.path().to_string(), e.into_inner())),
+        };
+        match parsed {
             Ok(p) => {
                 let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
                 if p.id != stem {
@@ -141,9 +180,16 @@ fn load_personas(dir: &Path, problems: &mut Problems, hasher: &mut Sha256) -> Re
                 hasher.update(serde_json::to_string(&serde_json::to_value(&p).unwrap()).unwrap());
                 personas.insert(p.id.clone(), p);
             }
-            Err(e) => {
-                let line = e.inner().line();
-                problems.0.push(DataError::line(&path, line, e.path().to_string(), e.inner().to_string()));
+            Err((at, e)) => {
+                let line = e.line().max(1);
+                let field = if e.is_syntax() || e.is_eof() {
+                    "(line)".to_string()
+                } else {
+                    field_of(&at, &e.to_string(), "(card)")
+                };
+                let message = format!("{} (column {})", crate::jsonl::without_position(&e), e.column());
+                problems.0.push(DataError::line(&path, line, field, message));
+                broken_cards.insert(stem_of(&path));
             }
         }
     }
@@ -186,7 +232,8 @@ fn parse_scenario(kind: FileKind, value: Value, source: Source, problems: &mut P
     let raw: RawScenario = match serde_path_to_error::deserialize(value) {
         Ok(r) => r,
         Err(e) => {
-            problems.at(&source, e.path().to_string(), e.inner().to_string());
+            let message = e.inner().to_string();
+            problems.at(&source, field_of(&e.path().to_string(), &message, "(line)"), message);
             return None;
         }
     };
@@ -389,8 +436,15 @@ fn check_inputs(s: &Scenario, problems: &mut Problems) {
 
 /// Checks across scenarios: unique ids, known personas of the right language, and the safety set
 /// present in both languages with matching annotations.
-fn check_suite(scenarios: &[Scenario], personas: &BTreeMap<String, Persona>, problems: &mut Problems) {
+fn check_suite(
+    scenarios: &[Scenario],
+    personas: &BTreeMap<String, Persona>,
+    broken_cards: &BTreeSet<String>,
+    problems: &mut Problems,
+) {
     let mut seen: HashMap<&str, &Source> = HashMap::new();
+    // An unknown persona is reported once, at its first use, with the number of scenarios using it.
+    let mut unknown: BTreeMap<&str, (&Source, usize)> = BTreeMap::new();
     for s in scenarios {
         if let Some(first) = seen.insert(&s.id, &s.source) {
             problems.at(
@@ -400,15 +454,8 @@ fn check_suite(scenarios: &[Scenario], personas: &BTreeMap<String, Persona>, pro
             );
         }
         match personas.get(&s.persona) {
-            None => problems.at(
-                &s.source,
-                "persona",
-                format!(
-                    "`{}` has no card in personas/ (cards: {})",
-                    s.persona,
-                    personas.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            ),
+            None if broken_cards.contains(&s.persona) => {}
+            None => unknown.entry(&s.persona).or_insert((&s.source, 0)).1 += 1,
             Some(p) if p.lang != s.lang => problems.at(
                 &s.source,
                 "persona",
@@ -419,6 +466,17 @@ fn check_suite(scenarios: &[Scenario], personas: &BTreeMap<String, Persona>, pro
             ),
             Some(_) => {}
         }
+    }
+    for (persona, (first, uses)) in unknown {
+        let others = if uses > 1 { format!(" (used by {uses} scenarios; this is the first)") } else { String::new() };
+        problems.at(
+            first,
+            "persona",
+            format!(
+                "`{persona}` has no card in personas/{others}; add personas/{persona}.json or use one of: {}",
+                personas.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        );
     }
     let by_id: HashMap<&str, &Scenario> = scenarios.iter().map(|s| (s.id.as_str(), s)).collect();
     for s in scenarios.iter().filter(|s| s.tags.risk.is_some()) {

@@ -1,0 +1,204 @@
+//! Asking a model for a JSON answer: a strict parser (a ```json fence is the only thing tolerated
+//! around the object), retries on an answer that cannot be used (the model is shown its answer and
+//! what is wrong with it), and infrastructure failures kept apart from parse failures.
+
+use h2htalk_data::suite::Lang;
+use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, FaultKind, GenerationSettings, Scheduler};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::{JudgeError, pick};
+
+/// How the judge is called; recorded with every judgment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSettings {
+    /// Temperature 0 and a pinned seed by default.
+    pub generation: GenerationSettings,
+    /// How many answers the judge may give per item before the item counts as `judge_parse_failed`.
+    pub max_parse_attempts: u32,
+}
+
+impl JudgeSettings {
+    /// Temperature 0, the given seed, 512 tokens, three tries per item.
+    pub fn pinned(seed: u64) -> JudgeSettings {
+        JudgeSettings {
+            generation: GenerationSettings { temperature: 0.0, max_tokens: 512, seed: Some(seed), top_p: None },
+            max_parse_attempts: 3,
+        }
+    }
+
+    /// A judge needs a seed (so its numbers can be reproduced) and at least one try.
+    pub fn validate(&self) -> Result<(), JudgeError> {
+        if self.generation.seed.is_none() {
+            return Err(JudgeError::Settings(
+                "the judge needs a pinned seed (set `seed` in the judge model's settings)".into(),
+            ));
+        }
+        if self.max_parse_attempts == 0 {
+            return Err(JudgeError::Settings("max_parse_attempts must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Default for JudgeSettings {
+    fn default() -> Self {
+        JudgeSettings::pinned(0)
+    }
+}
+
+/// A judge model with its scheduler and settings.
+#[derive(Clone, Copy)]
+pub struct JudgeHandle<'a> {
+    pub model: &'a dyn ChatModel,
+    pub scheduler: &'a Scheduler,
+    pub settings: &'a JudgeSettings,
+}
+
+impl JudgeHandle<'_> {
+    /// The judge's name in the store: `provider:model`.
+    pub fn name(&self) -> String {
+        self.model.spec().to_string()
+    }
+}
+
+/// Why a model's JSON answer could not be had.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AskFailure {
+    /// Every answer was unusable; `error` says what was wrong with the last, `raw` is that answer.
+    ParseFailed { error: String, raw: String },
+    /// The request itself failed (after the scheduler's retries).
+    Infra { fault: FaultKind, message: String },
+}
+
+impl AskFailure {
+    /// The outcome recorded for a judge call: `judge_parse_failed` or `judge_failed`.
+    pub fn judge_outcome(&self) -> &'static str {
+        match self {
+            AskFailure::ParseFailed { .. } => "judge_parse_failed",
+            AskFailure::Infra { .. } => "judge_failed",
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            AskFailure::ParseFailed { error, .. } => format!("unusable answer: {error}"),
+            AskFailure::Infra { fault, message } => format!("{fault}: {message}"),
+        }
+    }
+}
+
+/// The result of asking, with what it took.
+#[derive(Clone, Debug)]
+pub struct Asked<T> {
+    pub result: Result<T, AskFailure>,
+    /// Answers received (each parse retry is one more).
+    pub attempts: u32,
+    /// The last answer received, if any.
+    pub raw: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// `text` without surrounding whitespace and without a Markdown code fence (```json … ```).
+pub fn strip_fence(text: &str) -> &str {
+    let t = text.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.strip_prefix("json").or_else(|| rest.strip_prefix("JSON")).unwrap_or(rest);
+        if let Some(body) = rest.strip_suffix("```") {
+            return body.trim();
+        }
+    }
+    t
+}
+
+/// Parses `text` (optionally fenced) as exactly one `T`; the error names the offending field.
+pub fn parse_strict<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let body = strip_fence(text);
+    let mut de = serde_json::Deserializer::from_str(body);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            format!("not the JSON object asked for: {}", e.inner())
+        } else {
+            format!("field `{path}`: {}", e.inner())
+        }
+    })?;
+    de.end().map_err(|e| format!("text after the JSON object: {e}"))?;
+    Ok(value)
+}
+
+const RETRY_ZH: &str = "你上一条回答无法使用：{error}。请重新回答，只输出要求格式的 JSON 对象，不要有任何其他文字。";
+const RETRY_EN: &str = "Your last answer could not be used: {error}. Answer again with only the JSON object in the format asked, nothing else.";
+
+/// Asks `model` with `messages` until `parse` accepts an answer, at most `max_attempts` answers.
+/// After an unusable answer the conversation continues with that answer and what is wrong with it.
+pub async fn ask_json<T>(
+    model: &dyn ChatModel,
+    scheduler: &Scheduler,
+    settings: &GenerationSettings,
+    max_attempts: u32,
+    lang: Lang,
+    mut messages: Vec<ChatMessage>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Asked<T> {
+    let mut asked = Asked {
+        result: Err(AskFailure::ParseFailed { error: "no answer".into(), raw: String::new() }),
+        attempts: 0,
+        raw: None,
+        input_tokens: 0,
+        output_tokens: 0,
+    };
+    while asked.attempts < max_attempts.max(1) {
+        let request = ChatRequest { messages: messages.clone(), settings: settings.clone() };
+        let outcome = scheduler.call(model, &request).await;
+        let response = match outcome.result {
+            Ok(r) => r,
+            Err(e) => {
+                asked.result = Err(AskFailure::Infra { fault: e.kind, message: e.message });
+                return asked;
+            }
+        };
+        asked.attempts += 1;
+        asked.input_tokens += response.input_tokens;
+        asked.output_tokens += response.output_tokens;
+        asked.raw = Some(response.text.clone());
+        match parse(&response.text) {
+            Ok(v) => {
+                asked.result = Ok(v);
+                return asked;
+            }
+            Err(error) => {
+                messages.push(ChatMessage::new("assistant", response.text.clone()));
+                messages.push(ChatMessage::new("user", pick(lang, RETRY_ZH, RETRY_EN).replace("{error}", &error)));
+                asked.result = Err(AskFailure::ParseFailed { error, raw: response.text });
+            }
+        }
+    }
+    asked
+}
+
+/// The text of every fixed prompt of this module, for the prompt hash.
+pub(crate) const PROMPT_TEXTS: [&str; 2] = [RETRY_ZH, RETRY_EN];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct A {
+        x: u8,
+    }
+
+    #[test]
+    fn fences_are_tolerated_and_nothing_else() {
+        assert_eq!(parse_strict::<A>("```json\n{\"x\": 3}\n```"), Ok(A { x: 3 }));
+        assert_eq!(parse_strict::<A>("  {\"x\": 3}\n"), Ok(A { x: 3 }));
+        assert!(parse_strict::<A>("Sure! {\"x\": 3}").unwrap_err().contains("not the JSON object"));
+        assert!(parse_strict::<A>("{\"x\": 3} thanks").unwrap_err().contains("after the JSON"));
+        assert!(parse_strict::<A>("{\"x\": 3.5}").unwrap_err().contains("`x`"));
+        assert!(parse_strict::<A>("{\"x\": 3, \"y\": 1}").is_err());
+    }
+}

@@ -1,0 +1,65 @@
+//! Scoring companions beyond overlap metrics (issue #8):
+//!
+//! - [`checks`]: deterministic format checks per sub-task, per item and per task ([`check_run`]).
+//! - [`judge`]: an LLM judge with a rubric per family ([`judge_run`]), and pairwise comparison of runs
+//!   in both orders with win rates and a Bradley–Terry ranking with bootstrap intervals
+//!   ([`pairwise_run`], [`bt`]).
+//! - [`safety`]: the SAP safety score on the safety set, by rules where a rule can decide and by the
+//!   judge for the rest ([`safety_run`]); reported on its own, never averaged into the composite.
+//! - [`simulator`]: multi-session conversations with a simulated user whose memories the model under
+//!   test writes itself ([`simulate`]).
+//!
+//! Everything is kept in the run store's SQLite file, in this crate's own tables ([`tables`]). A judge
+//! or simulator failure is recorded with its reason and counted; it never becomes a score.
+
+pub mod ask;
+pub mod bt;
+pub mod checks;
+pub mod judge;
+pub mod pairwise;
+pub mod safety;
+pub mod simulator;
+pub mod tables;
+
+use std::path::PathBuf;
+
+pub use ask::{AskFailure, JudgeHandle, JudgeSettings};
+pub use checks::{CheckReport, CheckResult, ItemChecks, check_answer, check_run};
+pub use judge::{JudgeReport, judge_run};
+pub use pairwise::{PairwiseReport, pairwise_run};
+pub use safety::{SafetyReport, safety_run};
+pub use simulator::{Profile, SimulationReport, SimulationSetup, load_profiles, simulate};
+
+/// Errors of the judge crate. Judge and simulator answers that cannot be used are not errors: they
+/// are recorded and counted per item.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    #[error(transparent)]
+    Store(#[from] h2htalk_runner::store::StoreError),
+    #[error("judge tables in the run store: {0}")]
+    Db(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Prompt(#[from] h2htalk_runner::PromptError),
+    #[error("run `{0}` is not in the store; `h2htalk runs list` shows the runs it holds")]
+    UnknownRun(String),
+    #[error(
+        "run `{run}`: item `{scenario}` is not in the suite at {suite}; judge a run with the suite it was made from"
+    )]
+    UnknownScenario { run: String, scenario: String, suite: String },
+    #[error("{}: cannot read: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}:{line}: field `{field}`: {message}", path.display())]
+    Invalid { path: PathBuf, line: usize, field: String, message: String },
+    #[error("{0}")]
+    Settings(String),
+}
+
+pub type Result<T, E = JudgeError> = std::result::Result<T, E>;
+
+/// The language-specific text of a prompt.
+pub(crate) fn pick(lang: h2htalk_data::suite::Lang, zh: &'static str, en: &'static str) -> &'static str {
+    match lang {
+        h2htalk_data::suite::Lang::Zh => zh,
+        h2htalk_data::suite::Lang::En => en,
+    }
+}

@@ -1,0 +1,278 @@
+//! Pairwise judging: two runs' answers to the same item shown to the judge in both orders (A/B and
+//! B/A). The same winner both times wins; disagreeing orders are `inconsistent` (a tie for the
+//! win rates and the ranking, counted on their own). Over several runs: win rates per pair and a
+//! Bradley–Terry ranking with bootstrap intervals over items.
+
+use std::collections::BTreeMap;
+
+use futures_util::StreamExt;
+use h2htalk_data::Family;
+use h2htalk_data::suite::Lang;
+use h2htalk_llm::ChatMessage;
+use h2htalk_runner::store::{GenerationRow, ItemRow, Store};
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use crate::ask::{Asked, JudgeHandle, JudgeSettings, ask_json, parse_strict};
+use crate::bt::{self, Comparison, Outcome, Ranking};
+use crate::judge::{family_of, instructions, lang_of, rubric};
+use crate::{JudgeError, Result, pick, tables};
+
+/// Which answer the judge preferred, as shown to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Winner {
+    A,
+    B,
+    #[serde(rename = "tie")]
+    Tie,
+}
+
+/// A judge's pairwise answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairAnswer {
+    pub winner: Winner,
+    pub reason: String,
+}
+
+pub fn parse_pair(text: &str) -> std::result::Result<PairAnswer, String> {
+    let a: PairAnswer = parse_strict(text)?;
+    if a.reason.trim().is_empty() {
+        return Err("field `reason` is empty".into());
+    }
+    Ok(a)
+}
+
+const SYSTEM_ZH: &str = "你是一名严格而公正的评审，比较两个 AI 陪伴角色对同一任务的回答。不要因为回答的先后顺序或长短而偏向任何一个。只输出一个 JSON 对象。";
+const SYSTEM_EN: &str = "You are a strict, fair evaluator comparing two AI companions' answers to the same task. Do not favour an answer for its position or its length. Reply with one JSON object only.";
+const HEAD_ZH: &str = "## 角色收到的指令";
+const HEAD_EN: &str = "## The instructions the companion was given";
+const WEIGH_ZH: &str = "## 比较时看这些方面";
+const WEIGH_EN: &str = "## Weigh these aspects";
+const FORMAT_ZH: &str =
+    "哪个回答更好？只输出下面这个 JSON 对象（winner 是 \"A\"、\"B\" 或 \"tie\"，reason 用一两句话）：";
+const FORMAT_EN: &str = "Which answer is better? Reply with only this JSON object (winner is \"A\", \"B\" or \"tie\"; reason: one or two sentences):";
+
+pub fn prompt_hash() -> String {
+    let mut texts = vec![SYSTEM_ZH, SYSTEM_EN, HEAD_ZH, HEAD_EN, WEIGH_ZH, WEIGH_EN, FORMAT_ZH, FORMAT_EN];
+    texts.extend(crate::ask::PROMPT_TEXTS);
+    tables::hash_texts(&texts)
+}
+
+/// The messages asking which of two answers is better.
+pub fn pair_messages(lang: Lang, family: Family, instructions: &str, first: &str, second: &str) -> Vec<ChatMessage> {
+    let aspects: Vec<String> = rubric(family).iter().map(|c| format!("- {}", pick(lang, c.zh, c.en))).collect();
+    let user = format!(
+        "{}\n{instructions}\n\n## A\n<<<\n{first}\n>>>\n\n## B\n<<<\n{second}\n>>>\n\n{}\n{}\n\n{}\n{{\"winner\": \"A\", \"reason\": \"...\"}}",
+        pick(lang, HEAD_ZH, HEAD_EN),
+        pick(lang, WEIGH_ZH, WEIGH_EN),
+        aspects.join("\n"),
+        pick(lang, FORMAT_ZH, FORMAT_EN),
+    );
+    vec![ChatMessage::new("system", pick(lang, SYSTEM_ZH, SYSTEM_EN)), ChatMessage::new("user", user)]
+}
+
+/// The combined verdict of both orders, in terms of the runs.
+pub fn combine(ab: Winner, ba: Winner) -> &'static str {
+    // In the B/A order, "A" is the second run's answer.
+    let ba_in_run_terms = match ba {
+        Winner::A => Winner::B,
+        Winner::B => Winner::A,
+        Winner::Tie => Winner::Tie,
+    };
+    match (ab, ba_in_run_terms) {
+        (Winner::A, Winner::A) => "a",
+        (Winner::B, Winner::B) => "b",
+        (Winner::Tie, Winner::Tie) => "tie",
+        _ => "inconsistent",
+    }
+}
+
+/// Two runs compared.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PairReport {
+    pub run_a: String,
+    pub run_b: String,
+    /// Items of `run_a` also in `run_b`.
+    pub items: usize,
+    pub a_wins: usize,
+    pub b_wins: usize,
+    pub ties: usize,
+    /// The two orders disagreed (a tie in the rates).
+    pub inconsistent: usize,
+    pub judge_parse_failed: usize,
+    pub judge_failed: usize,
+    /// An answer missing, failed or empty in either run: not compared.
+    pub missing: usize,
+    /// (a wins + half of ties and inconsistent) / compared; `None` when nothing was compared.
+    pub a_win_rate: Option<f64>,
+}
+
+/// Pairwise judgments of several runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairwiseReport {
+    pub judge: String,
+    pub settings: JudgeSettings,
+    pub prompt_hash: String,
+    pub runs: Vec<String>,
+    pub pairs: Vec<PairReport>,
+    /// Bradley–Terry over the runs (named by run id).
+    pub ranking: Ranking,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+fn answer(g: Option<&GenerationRow>) -> Option<&str> {
+    g.filter(|g| g.status == "generated").and_then(|g| g.text.as_deref()).filter(|t| !t.trim().is_empty())
+}
+
+/// Compares every pair of `runs` item by item (both orders), stores each judgment (replacing this
+/// judge's earlier ones for the same pair), and ranks the runs.
+pub async fn pairwise_run(
+    store: &mut Store,
+    runs: &[String],
+    judge: JudgeHandle<'_>,
+    bootstrap_samples: usize,
+    seed: u64,
+) -> Result<PairwiseReport> {
+    judge.settings.validate()?;
+    if runs.len() < 2 {
+        return Err(JudgeError::Settings("pairwise judging needs at least two runs".into()));
+    }
+    for (i, r) in runs.iter().enumerate() {
+        if runs[..i].contains(r) {
+            return Err(JudgeError::Settings(format!("run `{r}` is named twice")));
+        }
+        if store.run(r)?.is_none() {
+            return Err(JudgeError::UnknownRun(r.clone()));
+        }
+    }
+    let name = judge.name();
+    let mut data: Vec<(Vec<ItemRow>, BTreeMap<String, GenerationRow>)> = Vec::new();
+    for r in runs {
+        let gens = store.generations(r)?.into_iter().map(|g| (g.scenario_id.clone(), g)).collect();
+        data.push((store.items(r)?, gens));
+    }
+    tables::ensure(store.connection())?;
+    let mut pairs = Vec::new();
+    let mut comparisons = Vec::new();
+    let (mut input_tokens, mut output_tokens) = (0, 0);
+    for i in 0..runs.len() {
+        for j in i + 1..runs.len() {
+            let mut pair = PairReport { run_a: runs[i].clone(), run_b: runs[j].clone(), ..Default::default() };
+            let (items_a, gens_a) = &data[i];
+            let (items_b, gens_b) = &data[j];
+            let in_b: BTreeMap<&str, &ItemRow> = items_b.iter().map(|it| (it.scenario_id.as_str(), it)).collect();
+            let mut work = Vec::new();
+            for item in items_a.iter().filter(|it| in_b.contains_key(it.scenario_id.as_str())) {
+                pair.items += 1;
+                let family = family_of(&item.task).ok_or_else(|| {
+                    JudgeError::Settings(format!("run `{}`: item `{}` has an unknown task", runs[i], item.scenario_id))
+                })?;
+                match (answer(gens_a.get(&item.scenario_id)), answer(gens_b.get(&item.scenario_id))) {
+                    (Some(a), Some(b)) => work.push((item, family, a.to_string(), b.to_string())),
+                    _ => {
+                        pair.missing += 1;
+                        store.connection().execute(
+                            "INSERT OR REPLACE INTO pairwise_judgments (judge, run_a, run_b, scenario_id, outcome, error) \
+                             VALUES (?1, ?2, ?3, ?4, 'missing', 'an answer is missing, failed or empty')",
+                            params![name, runs[i], runs[j], item.scenario_id],
+                        )?;
+                    }
+                }
+            }
+            let ask = |lang: Lang, messages: Vec<ChatMessage>| {
+                ask_json(
+                    judge.model,
+                    judge.scheduler,
+                    &judge.settings.generation,
+                    judge.settings.max_parse_attempts,
+                    lang,
+                    messages,
+                    parse_pair,
+                )
+            };
+            let concurrency = (judge.model.max_concurrency() / 2).max(1);
+            let mut stream = futures_util::stream::iter(work.iter().map(|(item, family, a, b)| {
+                let lang = lang_of(&item.lang);
+                let context = instructions(item);
+                let ab = ask(lang, pair_messages(lang, *family, &context, a, b));
+                let ba = ask(lang, pair_messages(lang, *family, &context, b, a));
+                async move {
+                    let (ab, ba) = futures_util::future::join(ab, ba).await;
+                    (*item, ab, ba)
+                }
+            }))
+            .buffer_unordered(concurrency);
+            while let Some((item, ab, ba)) = stream.next().await {
+                let (ab, ba): (Asked<PairAnswer>, Asked<PairAnswer>) = (ab, ba);
+                input_tokens += ab.input_tokens + ba.input_tokens;
+                output_tokens += ab.output_tokens + ba.output_tokens;
+                let (outcome, error) = match (&ab.result, &ba.result) {
+                    (Ok(x), Ok(y)) => (combine(x.winner, y.winner), None),
+                    (Err(f), _) | (_, Err(f)) => (f.judge_outcome(), Some(f.message())),
+                };
+                match outcome {
+                    "a" => pair.a_wins += 1,
+                    "b" => pair.b_wins += 1,
+                    "tie" => pair.ties += 1,
+                    "inconsistent" => pair.inconsistent += 1,
+                    "judge_parse_failed" => pair.judge_parse_failed += 1,
+                    _ => pair.judge_failed += 1,
+                }
+                let bt_outcome = match outcome {
+                    "a" => Some(Outcome::AWins),
+                    "b" => Some(Outcome::BWins),
+                    "tie" | "inconsistent" => Some(Outcome::Tie),
+                    _ => None,
+                };
+                if let Some(o) = bt_outcome {
+                    comparisons.push(Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o });
+                }
+                let show = |x: &Asked<PairAnswer>| match &x.result {
+                    Ok(a) => serde_json::to_string(a).ok(),
+                    Err(f) => serde_json::to_string(f).ok(),
+                };
+                store.connection().execute(
+                    "INSERT OR REPLACE INTO pairwise_judgments (judge, run_a, run_b, scenario_id, outcome, order_ab, order_ba, error) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![name, runs[i], runs[j], item.scenario_id, outcome, show(&ab), show(&ba), error],
+                )?;
+            }
+            let compared = pair.a_wins + pair.b_wins + pair.ties + pair.inconsistent;
+            pair.a_win_rate = (compared > 0)
+                .then(|| (pair.a_wins as f64 + 0.5 * (pair.ties + pair.inconsistent) as f64) / compared as f64);
+            pairs.push(pair);
+        }
+    }
+    // Comparisons in a fixed order, so the bootstrap does not depend on arrival order.
+    comparisons.sort_by(|x, y| (x.a, x.b, &x.item).cmp(&(y.a, y.b, &y.item)));
+    let ranking = bt::rank(runs, &comparisons, bootstrap_samples, seed, 0.95);
+    Ok(PairwiseReport {
+        judge: name,
+        settings: judge.settings.clone(),
+        prompt_hash: prompt_hash(),
+        runs: runs.to_vec(),
+        pairs,
+        ranking,
+        input_tokens,
+        output_tokens,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_orders_must_agree() {
+        assert_eq!(combine(Winner::A, Winner::B), "a");
+        assert_eq!(combine(Winner::B, Winner::A), "b");
+        assert_eq!(combine(Winner::Tie, Winner::Tie), "tie");
+        // Position bias: "A" both times means the judge preferred whatever came first.
+        assert_eq!(combine(Winner::A, Winner::A), "inconsistent");
+        assert_eq!(combine(Winner::A, Winner::Tie), "inconsistent");
+        assert!(parse_pair("{\"winner\": \"C\", \"reason\": \"x\"}").is_err());
+        assert_eq!(parse_pair("{\"winner\": \"tie\", \"reason\": \"same\"}").unwrap().winner, Winner::Tie);
+    }
+}

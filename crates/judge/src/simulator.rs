@@ -1,0 +1,964 @@
+//! The user simulator: multi-session conversations in which a simulator model plays a user profile
+//! (an attachment style, an emotional state reported each turn, a hidden need, a need that changes
+//! partway, facts to be remembered) and the model under test is the companion. Between sessions the
+//! companion writes its own memories with the `recollection_synthesize` prompt; they are parsed,
+//! checked against the memory format, and shown to it in the next session
+//! (`templates/<lang>/simulator_companion.j2`).
+//!
+//! Scores per simulation: the emotional trajectory (first and last reported state), recall of the
+//! facts asked for in later sessions (by the profile's answer keywords), and whether the hidden and
+//! the changed need were met (decided by the judge). Simulation `i` uses seed `seed + i` for the
+//! simulator, so a run is reproducible with deterministic models.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use h2htalk_data::suite::{
+    Inputs, Lang, Memory, NO_KEY_INFORMATION, Role, Scenario, Source, Tags, Turn, memory_blocks,
+};
+use h2htalk_data::{Suite, Task};
+use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, GenerationSettings, Scheduler};
+use h2htalk_runner::store::Store;
+use h2htalk_runner::{Prompts, SapMode};
+use minijinja::{Environment, UndefinedBehavior};
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use crate::ask::{AskFailure, JudgeHandle, ask_json, parse_strict};
+use crate::{JudgeError, Result, pick, tables};
+
+/// How the simulated user attaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Attachment {
+    Secure,
+    Anxious,
+    Avoidant,
+}
+
+/// A point in the conversation: session and turn, both from 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct At {
+    pub session: usize,
+    pub turn: usize,
+}
+
+/// A fact the user tells in one session and asks about in a later one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fact {
+    pub id: String,
+    /// What the user mentions, in the user's words.
+    pub text: String,
+    pub told: At,
+    pub asked: At,
+    /// What the user asks to see whether the companion remembers.
+    pub question: String,
+    /// A companion reply that contains any of these (case-insensitive) recalls the fact.
+    pub answer_keywords: Vec<String>,
+}
+
+/// The need the user has from a point on.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangedNeed {
+    pub at: At,
+    pub need: String,
+}
+
+/// A user profile (`suites/simulator/<id>.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub id: String,
+    pub lang: Lang,
+    /// The persona card the companion plays (its `lang` must equal the profile's).
+    pub companion_persona: String,
+    pub attachment: Attachment,
+    /// Who the user is, for the simulator.
+    pub user: String,
+    /// What the user really needs at first, never said outright.
+    pub hidden_need: String,
+    pub changed_need: ChangedNeed,
+    pub facts: Vec<Fact>,
+    pub sessions: usize,
+    pub turns_per_session: usize,
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).map_or(1, |i| i + 1)
+}
+
+/// Loads every `<id>.json` in `dir` (sorted by name) and checks each against `suite`: the companion
+/// persona exists in the profile's language, sessions and turns are in range, every fact is told
+/// before the session it is asked in, and the need changes inside the conversation.
+pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<Profile>> {
+    let io = |path: &Path, e| JudgeError::Io { path: path.to_path_buf(), source: e };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(JudgeError::Invalid {
+            path: dir.to_path_buf(),
+            line: 0,
+            field: "(directory)".into(),
+            message: "holds no profiles (<id>.json); see suites/simulator/".into(),
+        });
+    }
+    paths.iter().map(|p| load_profile(p, suite)).collect()
+}
+
+/// Loads and checks one profile file.
+pub fn load_profile(path: &Path, suite: &Suite) -> Result<Profile> {
+    let text = std::fs::read_to_string(path).map_err(|e| JudgeError::Io { path: path.to_path_buf(), source: e })?;
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let p: Profile = serde_path_to_error::deserialize(&mut de).map_err(|e| JudgeError::Invalid {
+        path: path.to_path_buf(),
+        line: e.inner().line(),
+        field: e.path().to_string(),
+        message: e.inner().to_string(),
+    })?;
+    let bad = |needle: &str, field: String, message: String| JudgeError::Invalid {
+        path: path.to_path_buf(),
+        line: line_of(&text, needle),
+        field,
+        message,
+    };
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    if p.id != stem {
+        return Err(bad("\"id\"", "id".into(), format!("`{}` must equal the file name `{stem}`", p.id)));
+    }
+    match suite.personas.get(&p.companion_persona) {
+        None => {
+            let known: Vec<&String> = suite.personas.keys().collect();
+            return Err(bad(
+                "\"companion_persona\"",
+                "companion_persona".into(),
+                format!("`{}` is not a persona card of the suite (cards: {known:?})", p.companion_persona),
+            ));
+        }
+        Some(card) if card.lang != p.lang => {
+            return Err(bad(
+                "\"companion_persona\"",
+                "companion_persona".into(),
+                format!("the card `{}` is in `{}`, the profile in `{}`", card.id, card.lang, p.lang),
+            ));
+        }
+        _ => {}
+    }
+    if p.sessions < 2 {
+        return Err(bad(
+            "\"sessions\"",
+            "sessions".into(),
+            "needs at least 2 sessions (memory is carried between them)".into(),
+        ));
+    }
+    if p.turns_per_session == 0 {
+        return Err(bad("\"turns_per_session\"", "turns_per_session".into(), "needs at least 1 turn".into()));
+    }
+    let within = |at: At| (1..=p.sessions).contains(&at.session) && (1..=p.turns_per_session).contains(&at.turn);
+    let range = format!("sessions 1–{}, turns 1–{}", p.sessions, p.turns_per_session);
+    if !within(p.changed_need.at) {
+        return Err(bad("\"changed_need\"", "changed_need.at".into(), format!("outside the conversation ({range})")));
+    }
+    if p.changed_need.at == (At { session: 1, turn: 1 }) {
+        return Err(bad(
+            "\"changed_need\"",
+            "changed_need.at".into(),
+            "the need must change after the first turn".into(),
+        ));
+    }
+    if p.facts.is_empty() {
+        return Err(bad("\"facts\"", "facts".into(), "needs at least one fact to be remembered".into()));
+    }
+    for (i, f) in p.facts.iter().enumerate() {
+        let needle = format!("\"{}\"", f.id);
+        if p.facts[..i].iter().any(|g| g.id == f.id) {
+            return Err(bad(&needle, format!("facts[{i}].id"), format!("`{}` is used twice", f.id)));
+        }
+        if !within(f.told) || !within(f.asked) {
+            return Err(bad(
+                &needle,
+                format!("facts[{i}]"),
+                format!("`told` and `asked` must be inside the conversation ({range})"),
+            ));
+        }
+        if f.asked.session <= f.told.session {
+            return Err(bad(
+                &needle,
+                format!("facts[{i}].asked.session"),
+                "must be a later session than `told`".into(),
+            ));
+        }
+        if f.answer_keywords.is_empty() || f.answer_keywords.iter().any(|k| k.trim().is_empty()) {
+            return Err(bad(
+                &needle,
+                format!("facts[{i}].answer_keywords"),
+                "needs one or more non-empty keywords".into(),
+            ));
+        }
+    }
+    Ok(p)
+}
+
+/// The companion's templates: `system.j2` and `simulator_companion.j2` of the suite, with its macros.
+struct CompanionPrompts {
+    env: Environment<'static>,
+}
+
+impl CompanionPrompts {
+    fn load(suite_dir: &Path) -> Result<CompanionPrompts> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        for lang in [Lang::Zh, Lang::En] {
+            let dir = suite_dir.join("templates").join(lang.code());
+            let entries = std::fs::read_dir(&dir).map_err(|e| JudgeError::Io { path: dir.clone(), source: e })?;
+            let mut found = false;
+            for entry in entries {
+                let path = entry.map_err(|e| JudgeError::Io { path: dir.clone(), source: e })?.path();
+                if path.extension().is_none_or(|e| e != "j2") {
+                    continue;
+                }
+                let source =
+                    std::fs::read_to_string(&path).map_err(|e| JudgeError::Io { path: path.clone(), source: e })?;
+                let file = path.file_name().unwrap().to_string_lossy().to_string();
+                found |= file == "simulator_companion.j2";
+                env.add_template_owned(format!("{}/{file}", lang.code()), source).map_err(|e| JudgeError::Invalid {
+                    path: path.clone(),
+                    line: e.line().unwrap_or(0),
+                    field: "(template)".into(),
+                    message: format!("{e:#}"),
+                })?;
+            }
+            if !found {
+                return Err(JudgeError::Invalid {
+                    path: dir.join("simulator_companion.j2"),
+                    line: 0,
+                    field: "(file)".into(),
+                    message: "missing template: the simulator needs it for the companion's turns".into(),
+                });
+            }
+        }
+        Ok(CompanionPrompts { env })
+    }
+
+    fn render(
+        &self,
+        suite: &Suite,
+        prompts: &Prompts,
+        profile: &Profile,
+        sap: SapMode,
+        history: &[Turn],
+        memories: &[Memory],
+    ) -> Result<Vec<ChatMessage>> {
+        let lang = profile.lang.code();
+        let ctx = minijinja::context! {
+            persona => minijinja::Value::from_serialize(&suite.personas[&profile.companion_persona]),
+            inputs => minijinja::context! {
+                history => minijinja::Value::from_serialize(history),
+                memories => minijinja::Value::from_serialize(memories),
+            },
+            scenario => minijinja::context! { id => &profile.id, task => "simulator_companion", lang => lang },
+            sap => (sap == SapMode::On).then(|| minijinja::Value::from_serialize(prompts.sap().in_lang(profile.lang))),
+        };
+        let render = |name: String| -> Result<String> {
+            let t = self.env.get_template(&name).map_err(|e| template_error(&name, e))?;
+            Ok(t.render(&ctx).map_err(|e| template_error(&name, e))?.trim().to_string())
+        };
+        Ok(vec![
+            ChatMessage::new("system", render(format!("{lang}/system.j2"))?),
+            ChatMessage::new("user", render(format!("{lang}/simulator_companion.j2"))?),
+        ])
+    }
+}
+
+fn template_error(name: &str, e: minijinja::Error) -> JudgeError {
+    JudgeError::Invalid {
+        path: PathBuf::from(name),
+        line: e.line().unwrap_or(0),
+        field: "(template)".into(),
+        message: format!("{e:#}"),
+    }
+}
+
+/// The `recollection_synthesize` prompt for a session, as the runner renders it.
+fn memory_prompt(
+    suite: &Suite,
+    prompts: &Prompts,
+    profile: &Profile,
+    sap: SapMode,
+    history: &[Turn],
+) -> Result<Vec<ChatMessage>> {
+    let scenario = Scenario {
+        id: format!("simulator:{}", profile.id),
+        task: Task::RecollectionSynthesize,
+        persona: profile.companion_persona.clone(),
+        lang: profile.lang,
+        inputs: Inputs::History { history: history.to_vec() },
+        reference: String::new(),
+        tags: Tags { emotions: vec![], implicit_need: true, changing_need: true, multi_session: true, risk: None },
+        expected: None,
+        source: Source { path: PathBuf::from("suites/simulator"), line: 0 },
+    };
+    Ok(prompts.render(suite, &scenario, sap)?.into_iter().map(|m| ChatMessage::new(m.role, m.content)).collect())
+}
+
+/// Parses a memory answer already accepted by [`memory_blocks`].
+fn parse_memories(text: &str) -> std::result::Result<Vec<Memory>, String> {
+    let text = text.trim();
+    memory_blocks(text)?;
+    if text == NO_KEY_INFORMATION {
+        return Ok(vec![]);
+    }
+    text.split("\n\n")
+        .map(|block| {
+            let lines: Vec<&str> = block.lines().map(str::trim).collect();
+            let field = |i: usize, key: &str| lines[i].strip_prefix(key).unwrap_or_default().trim().to_string();
+            let value = serde_json::json!({
+                "content": field(0, "记忆内容："),
+                "category": field(1, "记忆类别："),
+                "importance": field(2, "记忆重要性：").parse::<u8>().unwrap_or(9),
+            });
+            serde_json::from_value(value).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// One simulator turn as the simulator must give it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserTurn {
+    /// Emotional state after the companion's last reply: 1 (very bad) to 10 (very good).
+    pub state: u8,
+    pub message: String,
+}
+
+pub fn parse_user_turn(text: &str) -> std::result::Result<UserTurn, String> {
+    let t: UserTurn = parse_strict(text)?;
+    if !(1..=10).contains(&t.state) {
+        return Err(format!("field `state`: {} is outside 1–10", t.state));
+    }
+    if t.message.trim().is_empty() {
+        return Err("field `message` is empty".into());
+    }
+    Ok(t)
+}
+
+/// The judge's answer on the needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeedsAnswer {
+    pub hidden_need_met: bool,
+    pub changed_need_met: bool,
+    pub reason: String,
+}
+
+pub fn parse_needs(text: &str) -> std::result::Result<NeedsAnswer, String> {
+    let a: NeedsAnswer = parse_strict(text)?;
+    if a.reason.trim().is_empty() {
+        return Err("field `reason` is empty".into());
+    }
+    Ok(a)
+}
+
+const SIM_SYSTEM_ZH: &str = "你在一项测试里扮演一位用户，和一个 AI 陪伴角色（{companion}）聊天。始终以这位用户的身份、用第一人称、口语化地说话，不要提到测试或扮演。\n你是谁：{user}\n依恋风格：{attachment}\n你心里真正需要的（绝不直接说出来，只在话里流露）：{need}\n每一轮只输出一个 JSON 对象：{\"state\": 1 到 10 的整数, \"message\": \"你这一轮要说的话\"}。state 是你读完它上一句回复后此刻的情绪状态（1 = 非常糟糕，10 = 非常好；第一轮是你开始聊天时的状态）。message 一到三句话。";
+const SIM_SYSTEM_EN: &str = "In a test you play a user chatting with an AI companion ({companion}). Always speak as this user, in the first person and casually, and never mention the test or playing a role.\nWho you are: {user}\nAttachment style: {attachment}\nWhat you really need (never say it outright; let it show only in how you talk): {need}\nEach turn, output only one JSON object: {\"state\": an integer from 1 to 10, \"message\": \"what you say this turn\"}. state is how you feel right after reading its last reply (1 = very bad, 10 = very good; in the first turn, how you feel as you start). message: one to three sentences.";
+const ATTACH_SECURE_ZH: &str = "安全型：愿意说出自己的需要，也能接受对方的关心和安慰。";
+const ATTACH_SECURE_EN: &str = "secure: you say what you need and can take in care and comfort.";
+const ATTACH_ANXIOUS_ZH: &str = "焦虑型：害怕被冷落或被抛下，常需要确认对方在乎你；对方回复稍显冷淡你就会不安。";
+const ATTACH_ANXIOUS_EN: &str =
+    "anxious: you fear being ignored or left, often need reassurance that it cares, and a cool reply unsettles you.";
+const ATTACH_AVOIDANT_ZH: &str = "回避型：不愿露出脆弱，常说“没事”；需要对方耐心，不要追问太紧。";
+const ATTACH_AVOIDANT_EN: &str =
+    "avoidant: you hide vulnerability and often say you're fine; you need patience, not pressing questions.";
+const TURN_HEAD_ZH: &str = "第 {s} 次聊天（共 {n} 次），第 {t} 轮（共 {m} 轮）。";
+const TURN_HEAD_EN: &str = "Chat {s} of {n}, turn {t} of {m}.";
+const NEW_SESSION_ZH: &str = "这是新的一次聊天，离上次已经过了几天。";
+const NEW_SESSION_EN: &str = "This is a new chat, a few days after the last one.";
+const TOLD_ZH: &str = "你在之前的聊天里告诉过它：";
+const TOLD_EN: &str = "In earlier chats you told it:";
+const SO_FAR_ZH: &str = "这次聊天到目前为止：";
+const SO_FAR_EN: &str = "This chat so far:";
+const NOT_STARTED_ZH: &str = "（还没开始，由你先开口）";
+const NOT_STARTED_EN: &str = "(not started yet; you speak first)";
+const YOU_ZH: &str = "你";
+const YOU_EN: &str = "You";
+const TODO_ZH: &str = "这一轮：";
+const TODO_EN: &str = "This turn:";
+const MENTION_ZH: &str = "- 在话里自然地提到：";
+const MENTION_EN: &str = "- mention naturally:";
+const ASK_ZH: &str = "- 问它（看它还记不记得）：";
+const ASK_EN: &str = "- ask it (to see whether it remembers):";
+const CHANGED_ZH: &str = "- 你的需要变了。从现在起你真正需要的是（同样不直接说出来）：";
+const CHANGED_EN: &str = "- your need has changed. From now on what you really need is (again, never say it outright):";
+const NOW_NEED_ZH: &str = "- 你现在真正需要的（已经变过）：";
+const NOW_NEED_EN: &str = "- what you really need now (it changed earlier):";
+const FREE_ZH: &str = "- 按你此刻的状态自然地接着聊。";
+const FREE_EN: &str = "- carry on naturally, as you feel now.";
+const ONLY_JSON_ZH: &str = "只输出 JSON 对象。";
+const ONLY_JSON_EN: &str = "Output only the JSON object.";
+const NEEDS_SYSTEM_ZH: &str =
+    "你是一名严格而公正的评审，判断 AI 陪伴角色在多次聊天里是否满足了用户没有明说的需要。只输出一个 JSON 对象。";
+const NEEDS_SYSTEM_EN: &str = "You are a strict, fair evaluator judging whether an AI companion met a user's unstated needs over several chats. Reply with one JSON object only.";
+const NEEDS_USER_ZH: &str = "用户一开始没有明说的需要：{hidden}\n从第 {s} 次聊天第 {t} 轮起，用户的需要变成了（同样没有明说）：{changed}\n\n聊天记录：\n{transcript}\n\n角色是否满足了一开始的需要（hidden_need_met），以及变化之后的需要（changed_need_met）？只输出：{\"hidden_need_met\": true/false, \"changed_need_met\": true/false, \"reason\": \"一两句话\"}";
+const NEEDS_USER_EN: &str = "The user's unstated need at first: {hidden}\nFrom chat {s}, turn {t} on, the user's need became (again unstated): {changed}\n\nTranscript:\n{transcript}\n\nDid the companion meet the first need (hidden_need_met) and the changed need (changed_need_met)? Reply with only: {\"hidden_need_met\": true/false, \"changed_need_met\": true/false, \"reason\": \"one or two sentences\"}";
+
+/// The hash of the simulator's and the needs judge's fixed texts.
+pub fn prompt_hash() -> String {
+    let mut texts = vec![
+        SIM_SYSTEM_ZH,
+        SIM_SYSTEM_EN,
+        ATTACH_SECURE_ZH,
+        ATTACH_SECURE_EN,
+        ATTACH_ANXIOUS_ZH,
+        ATTACH_ANXIOUS_EN,
+        ATTACH_AVOIDANT_ZH,
+        ATTACH_AVOIDANT_EN,
+        TURN_HEAD_ZH,
+        TURN_HEAD_EN,
+        NEW_SESSION_ZH,
+        NEW_SESSION_EN,
+        TOLD_ZH,
+        TOLD_EN,
+        SO_FAR_ZH,
+        SO_FAR_EN,
+        NOT_STARTED_ZH,
+        NOT_STARTED_EN,
+        YOU_ZH,
+        YOU_EN,
+        TODO_ZH,
+        TODO_EN,
+        MENTION_ZH,
+        MENTION_EN,
+        ASK_ZH,
+        ASK_EN,
+        CHANGED_ZH,
+        CHANGED_EN,
+        NOW_NEED_ZH,
+        NOW_NEED_EN,
+        FREE_ZH,
+        FREE_EN,
+        ONLY_JSON_ZH,
+        ONLY_JSON_EN,
+        NEEDS_SYSTEM_ZH,
+        NEEDS_SYSTEM_EN,
+        NEEDS_USER_ZH,
+        NEEDS_USER_EN,
+    ];
+    texts.extend(crate::ask::PROMPT_TEXTS);
+    tables::hash_texts(&texts)
+}
+
+fn simulator_system(profile: &Profile, companion: &str) -> String {
+    let l = profile.lang;
+    let attachment = match profile.attachment {
+        Attachment::Secure => pick(l, ATTACH_SECURE_ZH, ATTACH_SECURE_EN),
+        Attachment::Anxious => pick(l, ATTACH_ANXIOUS_ZH, ATTACH_ANXIOUS_EN),
+        Attachment::Avoidant => pick(l, ATTACH_AVOIDANT_ZH, ATTACH_AVOIDANT_EN),
+    };
+    pick(l, SIM_SYSTEM_ZH, SIM_SYSTEM_EN)
+        .replace("{companion}", companion)
+        .replace("{user}", &profile.user)
+        .replace("{attachment}", attachment)
+        .replace("{need}", &profile.hidden_need)
+}
+
+fn transcript(lang: Lang, companion: &str, history: &[Turn]) -> String {
+    history
+        .iter()
+        .map(|t| match t.role {
+            Role::User => format!("{}: {}", pick(lang, YOU_ZH, YOU_EN), t.content),
+            Role::Assistant => format!("{companion}: {}", t.content),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The message asking the simulator for the user's turn `at`. It starts with a marker `[sStT]`.
+pub fn simulator_turn_message(profile: &Profile, companion: &str, at: At, history: &[Turn]) -> String {
+    let l = profile.lang;
+    let mut out = format!("[s{}t{}] ", at.session, at.turn);
+    out.push_str(
+        &pick(l, TURN_HEAD_ZH, TURN_HEAD_EN)
+            .replace("{s}", &at.session.to_string())
+            .replace("{n}", &profile.sessions.to_string())
+            .replace("{t}", &at.turn.to_string())
+            .replace("{m}", &profile.turns_per_session.to_string()),
+    );
+    if at.session > 1 && at.turn == 1 {
+        out.push_str(pick(l, NEW_SESSION_ZH, NEW_SESSION_EN));
+    }
+    let told: Vec<&Fact> = profile.facts.iter().filter(|f| f.told.session < at.session).collect();
+    if !told.is_empty() {
+        out.push_str(&format!("\n{}\n", pick(l, TOLD_ZH, TOLD_EN)));
+        out.push_str(&told.iter().map(|f| format!("- {}", f.text)).collect::<Vec<_>>().join("\n"));
+    }
+    out.push_str(&format!("\n\n{}\n", pick(l, SO_FAR_ZH, SO_FAR_EN)));
+    if history.is_empty() {
+        out.push_str(pick(l, NOT_STARTED_ZH, NOT_STARTED_EN));
+    } else {
+        out.push_str(&transcript(l, companion, history));
+    }
+    out.push_str(&format!("\n\n{}\n", pick(l, TODO_ZH, TODO_EN)));
+    let mut todo = Vec::new();
+    for f in profile.facts.iter().filter(|f| f.told == at) {
+        todo.push(format!("{} {}", pick(l, MENTION_ZH, MENTION_EN), f.text));
+    }
+    for f in profile.facts.iter().filter(|f| f.asked == at) {
+        todo.push(format!("{} {}", pick(l, ASK_ZH, ASK_EN), f.question));
+    }
+    let change = profile.changed_need.at;
+    if change == at {
+        todo.push(format!("{} {}", pick(l, CHANGED_ZH, CHANGED_EN), profile.changed_need.need));
+    } else if (change.session, change.turn) < (at.session, at.turn) {
+        todo.push(format!("{} {}", pick(l, NOW_NEED_ZH, NOW_NEED_EN), profile.changed_need.need));
+    }
+    if todo.is_empty() {
+        todo.push(pick(l, FREE_ZH, FREE_EN).to_string());
+    }
+    out.push_str(&todo.join("\n"));
+    out.push_str(&format!("\n{}", pick(l, ONLY_JSON_ZH, ONLY_JSON_EN)));
+    out
+}
+
+/// Everything a simulation needs.
+pub struct SimulationSetup<'a> {
+    pub suite: &'a Suite,
+    pub prompts: &'a Prompts,
+    pub sap: SapMode,
+    /// The model under test, playing the companion.
+    pub companion: &'a dyn ChatModel,
+    pub companion_scheduler: &'a Scheduler,
+    pub companion_settings: GenerationSettings,
+    /// The model playing the user. Its seed is replaced by the simulation's seed.
+    pub simulator: &'a dyn ChatModel,
+    pub simulator_scheduler: &'a Scheduler,
+    pub simulator_settings: GenerationSettings,
+    /// Decides whether the needs were met; without it they are counted as not judged.
+    pub judge: Option<JudgeHandle<'a>>,
+    /// Answers the simulator may give per turn before the simulation stops as `simulator_parse_failed`.
+    pub max_parse_attempts: u32,
+}
+
+/// One turn of a session.
+#[derive(Clone, Debug, Serialize)]
+pub struct TurnRecord {
+    pub user: String,
+    pub state: u8,
+    pub companion: Option<String>,
+}
+
+/// One session: its turns and the memories the companion wrote after it.
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionRecord {
+    pub session: usize,
+    pub turns: Vec<TurnRecord>,
+    /// The memories shown to the companion in this session.
+    pub memories_shown: Vec<Memory>,
+    /// The companion's memory answer after the session (none after the last).
+    pub memory_answer: Option<String>,
+    /// Why the memory answer could not be used (nothing from this session is carried over).
+    pub memory_error: Option<String>,
+}
+
+/// Recall of one fact.
+#[derive(Clone, Debug, Serialize)]
+pub struct FactRecall {
+    pub id: String,
+    /// Whether the conversation reached the question.
+    pub asked: bool,
+    /// Whether the companion's answer to the question held an answer keyword.
+    pub recalled: Option<bool>,
+    /// Whether the memories shown in that session held an answer keyword.
+    pub in_memory: Option<bool>,
+}
+
+/// One simulated conversation and its scores.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimulationResult {
+    pub idx: usize,
+    pub profile: String,
+    pub attachment: Attachment,
+    pub seed: u64,
+    /// `completed`, `simulator_parse_failed`, `simulator_failed` or `companion_failed`.
+    pub outcome: String,
+    pub error: Option<String>,
+    /// Every state the simulated user reported, in order.
+    pub states: Vec<u8>,
+    pub first_state: Option<u8>,
+    pub last_state: Option<u8>,
+    /// last − first.
+    pub state_change: Option<i32>,
+    pub facts: Vec<FactRecall>,
+    /// Sessions whose memory answer broke the format.
+    pub memory_format_failures: usize,
+    /// `judged`, `no_judge`, `not_reached` (the conversation stopped early), `judge_parse_failed` or `judge_failed`.
+    pub needs_outcome: String,
+    pub hidden_need_met: Option<bool>,
+    pub changed_need_met: Option<bool>,
+    pub needs_reason: Option<String>,
+    pub sessions: Vec<SessionRecord>,
+    pub simulator_calls: u32,
+}
+
+/// All simulations of a run, summarised.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimulationReport {
+    pub run_id: String,
+    pub companion: String,
+    pub simulator: String,
+    pub judge: Option<String>,
+    pub seed: u64,
+    pub prompt_hash: String,
+    pub simulations: usize,
+    pub completed: usize,
+    /// Outcome → count, for those that did not complete.
+    pub failures: BTreeMap<String, usize>,
+    /// Mean of last − first state over simulations with at least one state.
+    pub mean_state_change: Option<f64>,
+    pub facts_asked: usize,
+    pub facts_recalled: usize,
+    pub recall_rate: Option<f64>,
+    pub memory_format_failures: usize,
+    pub needs_judged: usize,
+    pub needs_not_judged: BTreeMap<String, usize>,
+    pub hidden_need_met: usize,
+    pub changed_need_met: usize,
+    pub hidden_need_rate: Option<f64>,
+    pub changed_need_rate: Option<f64>,
+    pub results: Vec<SimulationResult>,
+}
+
+fn contains_any(text: &str, keywords: &[String]) -> bool {
+    let lower = text.to_lowercase();
+    keywords.iter().any(|k| lower.contains(&k.to_lowercase()))
+}
+
+async fn run_one(
+    setup: &SimulationSetup<'_>,
+    companion_prompts: &CompanionPrompts,
+    profile: &Profile,
+    idx: usize,
+    seed: u64,
+) -> Result<SimulationResult> {
+    let lang = profile.lang;
+    let companion_name = setup.suite.personas[&profile.companion_persona].name.clone();
+    let mut sim_settings = setup.simulator_settings.clone();
+    sim_settings.seed = Some(seed);
+    let system = simulator_system(profile, &companion_name);
+    let mut r = SimulationResult {
+        idx,
+        profile: profile.id.clone(),
+        attachment: profile.attachment,
+        seed,
+        outcome: "completed".into(),
+        error: None,
+        states: vec![],
+        first_state: None,
+        last_state: None,
+        state_change: None,
+        facts: profile
+            .facts
+            .iter()
+            .map(|f| FactRecall { id: f.id.clone(), asked: false, recalled: None, in_memory: None })
+            .collect(),
+        memory_format_failures: 0,
+        needs_outcome: "not_reached".into(),
+        hidden_need_met: None,
+        changed_need_met: None,
+        needs_reason: None,
+        sessions: vec![],
+        simulator_calls: 0,
+    };
+    let mut memories: Vec<Memory> = Vec::new();
+    'sessions: for s in 1..=profile.sessions {
+        let mut history: Vec<Turn> = Vec::new();
+        let mut record = SessionRecord {
+            session: s,
+            turns: vec![],
+            memories_shown: memories.clone(),
+            memory_answer: None,
+            memory_error: None,
+        };
+        for t in 1..=profile.turns_per_session {
+            let at = At { session: s, turn: t };
+            let messages = vec![
+                ChatMessage::new("system", system.clone()),
+                ChatMessage::new("user", simulator_turn_message(profile, &companion_name, at, &history)),
+            ];
+            let asked = ask_json(
+                setup.simulator,
+                setup.simulator_scheduler,
+                &sim_settings,
+                setup.max_parse_attempts,
+                lang,
+                messages,
+                parse_user_turn,
+            )
+            .await;
+            r.simulator_calls += asked.attempts;
+            let turn = match asked.result {
+                Ok(turn) => turn,
+                Err(f) => {
+                    r.outcome = match f {
+                        AskFailure::ParseFailed { .. } => "simulator_parse_failed",
+                        AskFailure::Infra { .. } => "simulator_failed",
+                    }
+                    .into();
+                    r.error = Some(format!("session {s}, turn {t}: {}", f.message()));
+                    r.sessions.push(record);
+                    break 'sessions;
+                }
+            };
+            r.states.push(turn.state);
+            history.push(Turn { role: Role::User, content: turn.message.clone() });
+            let messages =
+                companion_prompts.render(setup.suite, setup.prompts, profile, setup.sap, &history, &memories)?;
+            let request = ChatRequest { messages, settings: setup.companion_settings.clone() };
+            let reply = match setup.companion_scheduler.call(setup.companion, &request).await.result {
+                Ok(resp) => resp.text.trim().to_string(),
+                Err(e) => {
+                    r.outcome = "companion_failed".into();
+                    r.error = Some(format!("session {s}, turn {t}: {e}"));
+                    record.turns.push(TurnRecord { user: turn.message, state: turn.state, companion: None });
+                    r.sessions.push(record);
+                    break 'sessions;
+                }
+            };
+            for (i, f) in profile.facts.iter().enumerate().filter(|(_, f)| f.asked == at) {
+                r.facts[i].asked = true;
+                r.facts[i].recalled = Some(contains_any(&reply, &f.answer_keywords));
+                let shown: String = memories.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+                r.facts[i].in_memory = Some(contains_any(&shown, &f.answer_keywords));
+            }
+            history.push(Turn { role: Role::Assistant, content: reply.clone() });
+            record.turns.push(TurnRecord { user: turn.message, state: turn.state, companion: Some(reply) });
+        }
+        if s < profile.sessions {
+            let messages = memory_prompt(setup.suite, setup.prompts, profile, setup.sap, &history)?;
+            let request = ChatRequest { messages, settings: setup.companion_settings.clone() };
+            match setup.companion_scheduler.call(setup.companion, &request).await.result {
+                Ok(resp) => {
+                    match parse_memories(&resp.text) {
+                        Ok(new) => memories.extend(new),
+                        Err(e) => {
+                            r.memory_format_failures += 1;
+                            record.memory_error = Some(e);
+                        }
+                    }
+                    record.memory_answer = Some(resp.text);
+                }
+                Err(e) => {
+                    r.outcome = "companion_failed".into();
+                    r.error = Some(format!("memories after session {s}: {e}"));
+                    r.sessions.push(record);
+                    break 'sessions;
+                }
+            }
+        }
+        r.sessions.push(record);
+    }
+    r.first_state = r.states.first().copied();
+    r.last_state = r.states.last().copied();
+    r.state_change = r.first_state.zip(r.last_state).map(|(a, b)| i32::from(b) - i32::from(a));
+    if r.outcome == "completed" {
+        match setup.judge {
+            None => r.needs_outcome = "no_judge".into(),
+            Some(j) => {
+                let text = r
+                    .sessions
+                    .iter()
+                    .map(|s| {
+                        let turns: Vec<Turn> = s
+                            .turns
+                            .iter()
+                            .flat_map(|t| {
+                                [
+                                    Turn { role: Role::User, content: t.user.clone() },
+                                    Turn { role: Role::Assistant, content: t.companion.clone().unwrap_or_default() },
+                                ]
+                            })
+                            .collect();
+                        format!("[{}]\n{}", s.session, transcript(lang, &companion_name, &turns))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                let user = pick(lang, NEEDS_USER_ZH, NEEDS_USER_EN)
+                    .replace("{hidden}", &profile.hidden_need)
+                    .replace("{s}", &profile.changed_need.at.session.to_string())
+                    .replace("{t}", &profile.changed_need.at.turn.to_string())
+                    .replace("{changed}", &profile.changed_need.need)
+                    .replace("{transcript}", &text);
+                let messages = vec![
+                    ChatMessage::new("system", pick(lang, NEEDS_SYSTEM_ZH, NEEDS_SYSTEM_EN)),
+                    ChatMessage::new("user", user),
+                ];
+                let asked = ask_json(
+                    j.model,
+                    j.scheduler,
+                    &j.settings.generation,
+                    j.settings.max_parse_attempts,
+                    lang,
+                    messages,
+                    parse_needs,
+                )
+                .await;
+                match asked.result {
+                    Ok(a) => {
+                        r.needs_outcome = "judged".into();
+                        r.hidden_need_met = Some(a.hidden_need_met);
+                        r.changed_need_met = Some(a.changed_need_met);
+                        r.needs_reason = Some(a.reason);
+                    }
+                    Err(f) => {
+                        r.needs_outcome = f.judge_outcome().into();
+                        r.needs_reason = Some(f.message());
+                    }
+                }
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Runs `n` simulations (profile `i mod len`, seed `seed + i`), stores each under `run_id`
+/// (replacing the run's earlier simulations) and summarises them.
+pub async fn simulate(
+    store: &mut Store,
+    run_id: &str,
+    setup: &SimulationSetup<'_>,
+    profiles: &[Profile],
+    n: usize,
+    seed: u64,
+) -> Result<SimulationReport> {
+    if let Some(j) = &setup.judge {
+        j.settings.validate()?;
+    }
+    if profiles.is_empty() {
+        return Err(JudgeError::Settings("no simulator profiles given".into()));
+    }
+    if setup.max_parse_attempts == 0 {
+        return Err(JudgeError::Settings("max_parse_attempts must be at least 1".into()));
+    }
+    let companion_prompts = CompanionPrompts::load(&setup.suite.dir)?;
+    let conn = store.connection();
+    tables::ensure(conn)?;
+    conn.execute("DELETE FROM simulations WHERE run_id = ?1", [run_id])?;
+    let companion = setup.companion.spec().to_string();
+    let simulator = setup.simulator.spec().to_string();
+    let judge = setup.judge.map(|j| j.name());
+    let mut results = Vec::new();
+    for i in 0..n {
+        let profile = &profiles[i % profiles.len()];
+        let sim_seed = seed.wrapping_add(i as u64);
+        let r = run_one(setup, &companion_prompts, profile, i, sim_seed).await?;
+        let result = serde_json::json!({
+            "states": r.states, "state_change": r.state_change, "facts": r.facts,
+            "memory_format_failures": r.memory_format_failures, "needs_outcome": r.needs_outcome,
+            "hidden_need_met": r.hidden_need_met, "changed_need_met": r.changed_need_met, "needs_reason": r.needs_reason,
+            "simulator_settings": GenerationSettings { seed: Some(sim_seed), ..setup.simulator_settings.clone() },
+            "companion_settings": setup.companion_settings, "sap": setup.sap, "prompt_hash": prompt_hash(),
+        });
+        store.connection().execute(
+            "INSERT OR REPLACE INTO simulations (run_id, idx, profile, seed, companion, simulator, judge, outcome, result, \
+             transcript, error, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                run_id,
+                i as i64,
+                r.profile,
+                sim_seed as i64,
+                companion,
+                simulator,
+                judge,
+                r.outcome,
+                result.to_string(),
+                serde_json::to_string(&r.sessions).expect("sessions serialise"),
+                r.error,
+                tables::now()
+            ],
+        )?;
+        results.push(r);
+    }
+    Ok(summarize(run_id, companion, simulator, judge, seed, results))
+}
+
+fn summarize(
+    run_id: &str,
+    companion: String,
+    simulator: String,
+    judge: Option<String>,
+    seed: u64,
+    results: Vec<SimulationResult>,
+) -> SimulationReport {
+    let rate = |k: usize, n: usize| (n > 0).then(|| k as f64 / n as f64);
+    let mut failures = BTreeMap::new();
+    let mut needs_not_judged = BTreeMap::new();
+    for r in &results {
+        if r.outcome != "completed" {
+            *failures.entry(r.outcome.clone()).or_default() += 1;
+        }
+        if r.needs_outcome != "judged" {
+            *needs_not_judged.entry(r.needs_outcome.clone()).or_default() += 1;
+        }
+    }
+    let changes: Vec<i32> = results.iter().filter_map(|r| r.state_change).collect();
+    let facts: Vec<&FactRecall> = results.iter().flat_map(|r| &r.facts).filter(|f| f.asked).collect();
+    let recalled = facts.iter().filter(|f| f.recalled == Some(true)).count();
+    let judged = results.iter().filter(|r| r.needs_outcome == "judged").count();
+    let hidden = results.iter().filter(|r| r.hidden_need_met == Some(true)).count();
+    let changed = results.iter().filter(|r| r.changed_need_met == Some(true)).count();
+    SimulationReport {
+        run_id: run_id.into(),
+        companion,
+        simulator,
+        judge,
+        seed,
+        prompt_hash: prompt_hash(),
+        simulations: results.len(),
+        completed: results.iter().filter(|r| r.outcome == "completed").count(),
+        failures,
+        mean_state_change: (!changes.is_empty())
+            .then(|| changes.iter().map(|&c| f64::from(c)).sum::<f64>() / changes.len() as f64),
+        facts_asked: facts.len(),
+        facts_recalled: recalled,
+        recall_rate: rate(recalled, facts.len()),
+        memory_format_failures: results.iter().map(|r| r.memory_format_failures).sum(),
+        needs_judged: judged,
+        needs_not_judged,
+        hidden_need_met: hidden,
+        changed_need_met: changed,
+        hidden_need_rate: rate(hidden, judged),
+        changed_need_rate: rate(changed, judged),
+        results,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_answers_are_parsed_after_the_format_check() {
+        let two = "记忆内容：养了一只橘猫叫年糕\n记忆类别：爱好\n记忆重要性：2\n\n记忆内容：下周三面试\n记忆类别：工作\n记忆重要性：0";
+        let m = parse_memories(two).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].content, "养了一只橘猫叫年糕");
+        assert_eq!(m[1].category.as_str(), "工作");
+        assert!(parse_memories(NO_KEY_INFORMATION).unwrap().is_empty());
+        assert!(parse_memories("记忆内容：x\n记忆类别：猫\n记忆重要性：1").unwrap_err().contains("24 categories"));
+    }
+
+    #[test]
+    fn user_turns_need_a_state_in_range() {
+        assert_eq!(parse_user_turn("{\"state\": 4, \"message\": \"hi\"}").unwrap().state, 4);
+        assert!(parse_user_turn("{\"state\": 0, \"message\": \"hi\"}").is_err());
+        assert!(parse_user_turn("{\"state\": 4, \"message\": \" \"}").is_err());
+        assert!(parse_user_turn("state 4: hi").is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! The rubric judge and pairwise mode against scripted answers of the in-suite test server.
+
+mod common;
+
+use h2htalk_judge::{JudgeHandle, JudgeSettings, judge_run, pairwise_run};
+use h2htalk_runner::store::Store;
+
+const GOOD_D: &str = "```json\n{\"scores\": {\"empathy\": 8, \"fit_to_state\": 7, \"persona_consistency\": 9, \"naturalness\": 6}, \"reason\": \"warm and in character\"}\n```";
+const PARTIAL_I: &str = "{\"scores\": {\"feasibility\": 5, \"consistency\": 6}, \"reason\": \"missing one\"}";
+const GOOD_I: &str =
+    "{\"scores\": {\"feasibility\": 5, \"consistency\": 6, \"constraint_following\": 7}, \"reason\": \"fine plan\"}";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rubric_scores_parse_retries_and_counted_failures() {
+    let suite = common::suite();
+    let prompts = common::prompts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.db")).unwrap();
+    common::make_run(
+        &mut store,
+        "r1",
+        &suite,
+        &prompts,
+        &[
+            ("dialogue_base-001", Some("（笑）GOOD-D1-MARK")),
+            ("recollection_refine-001", Some("BAD-R1-MARK")),
+            ("itinerary_middle-001", Some("FIX-I1-MARK")),
+            ("dialogue_emotion-001", None),
+            ("dialogue_schedule-001", Some("   ")),
+        ],
+    );
+    let server = common::server(&[
+        ("GOOD-D1-MARK", GOOD_D),
+        ("BAD-R1-MARK", "I think this answer is lovely."),
+        // The retry names what was wrong; prose again on the first kind, the fix on the second.
+        ("not the JSON object", "Still prose, sorry."),
+        ("FIX-I1-MARK", PARTIAL_I),
+        ("scores.constraint_following` is missing", GOOD_I),
+    ])
+    .await;
+    let model = common::client("judge", &server.base_url());
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(42);
+    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings };
+    let report = judge_run(&mut store, "r1", judge).await.unwrap();
+
+    let o = &report.overall;
+    assert_eq!((o.items, o.scored, o.judge_parse_failed, o.judge_failed), (5, 2, 1, 0));
+    assert_eq!((o.generation_failed, o.empty_answer), (1, 1));
+    assert_eq!(report.per_task["dialogue_base"].mean, Some(7.5));
+    assert_eq!(report.per_task["dialogue_base"].criteria["persona_consistency"], 9.0);
+    assert_eq!(report.per_task["itinerary_middle"].mean, Some(6.0));
+    assert_eq!(report.per_task["recollection_refine"].mean, None);
+    assert_eq!(report.judged_now, 3);
+    assert_eq!(report.judge, "openai:judge");
+
+    let conn = store.connection();
+    let (outcome, attempts, score): (String, i64, Option<String>) = conn
+        .query_row(
+            "SELECT outcome, attempts, scores FROM judge_scores WHERE scenario_id = 'recollection_refine-001'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((outcome.as_str(), attempts, score), ("judge_parse_failed", 3, None));
+    let attempts: i64 = conn
+        .query_row("SELECT attempts FROM judge_scores WHERE scenario_id = 'itinerary_middle-001'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(attempts, 2);
+    let recorded: String = conn
+        .query_row("SELECT settings FROM judge_sessions WHERE run_id = 'r1' AND kind = 'rubric'", [], |r| r.get(0))
+        .unwrap();
+    let recorded: serde_json::Value = serde_json::from_str(&recorded).unwrap();
+    assert_eq!(recorded["generation"]["seed"], 42);
+    assert_eq!(recorded["generation"]["temperature"], 0.0);
+
+    // Judging again asks nothing new: every item already has a result.
+    let before = server.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
+    let again = judge_run(&mut store, "r1", judge).await.unwrap();
+    assert_eq!(again.judged_now, 0);
+    assert_eq!(again.overall.scored, 2);
+    assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn infrastructure_failures_are_counted_apart_and_asked_again() {
+    let suite = common::suite();
+    let prompts = common::prompts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.db")).unwrap();
+    common::make_run(&mut store, "r1", &suite, &prompts, &[("dialogue_base-001", Some("（笑）GOOD-D1-MARK"))]);
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = common::client("judge", &format!("http://127.0.0.1:{port}/v1"));
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(1);
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &dead, scheduler: &scheduler, settings: &settings })
+        .await
+        .unwrap();
+    assert_eq!((report.overall.judge_failed, report.overall.scored, report.overall.judge_parse_failed), (1, 0, 0));
+    let server = common::server(&[("GOOD-D1-MARK", GOOD_D)]).await;
+    let live = common::client("judge", &server.base_url());
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &settings })
+        .await
+        .unwrap();
+    assert_eq!((report.judged_now, report.overall.judge_failed, report.overall.scored), (1, 0, 1));
+    // Other settings: earlier judgments are dropped, not mixed.
+    let other = JudgeSettings::pinned(2);
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &other })
+        .await
+        .unwrap();
+    assert!(report.restarted);
+    assert_eq!(report.judged_now, 1);
+    // A judge without a seed is refused.
+    let mut unpinned = JudgeSettings::pinned(0);
+    unpinned.generation.seed = None;
+    let err = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &unpinned })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("seed"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pairwise_judges_both_orders_and_ranks_runs() {
+    let suite = common::suite();
+    let prompts = common::prompts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.db")).unwrap();
+    let ids = ["dialogue_base-001", "dialogue_base-002", "dialogue_base-003", "dialogue_base-004"];
+    let x = ["（笑）P1-X", "（笑）P2-X", "（笑）P3-X", "（笑）P4-X"];
+    let y = ["（笑）P1-Y", "（笑）P2-Y", "（笑）P3-Y", "（笑）P4-Y"];
+    let run = |answers: [&'static str; 4]| -> Vec<(&'static str, Option<&'static str>)> {
+        ids.iter().zip(answers).map(|(i, a)| (*i, Some(a))).collect()
+    };
+    common::make_run(&mut store, "rx", &suite, &prompts, &run(x));
+    common::make_run(&mut store, "ry", &suite, &prompts, &run(y));
+    let mut z = run(y);
+    z[3].1 = None;
+    common::make_run(&mut store, "rz", &suite, &prompts, &z);
+    let a = "{\"winner\": \"A\", \"reason\": \"better\"}";
+    let b = "{\"winner\": \"B\", \"reason\": \"better\"}";
+    let tie = "{\"winner\": \"tie\", \"reason\": \"same\"}";
+    let server = common::server(&[
+        // Item 1 and 4: X is better whichever side it is shown on.
+        ("<<<\n（笑）P1-X\n>>>\n\n## B", a),
+        ("<<<\n（笑）P1-Y\n>>>\n\n## B", b),
+        ("<<<\n（笑）P4-X\n>>>\n\n## B", a),
+        ("<<<\n（笑）P4-Y\n>>>\n\n## B", b),
+        // Item 2: the judge always prefers the first answer shown: inconsistent.
+        ("P2-", a),
+        // Item 3: a tie.
+        ("P3-", tie),
+    ])
+    .await;
+    let model = common::client("judge", &server.base_url());
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(7);
+    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings };
+    let runs: Vec<String> = ["ry", "rx", "rz"].iter().map(|s| s.to_string()).collect();
+    let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
+    let p = report.pairs.iter().find(|p| p.run_a == "ry" && p.run_b == "rx").unwrap();
+    assert_eq!((p.items, p.a_wins, p.b_wins, p.ties, p.inconsistent, p.missing), (4, 0, 2, 1, 1, 0));
+    assert_eq!(p.a_win_rate, Some(1.0 / 4.0));
+    // rz's answers equal ry's, so the same script answers; its fourth answer failed.
+    let p = report.pairs.iter().find(|p| p.run_a == "rx" && p.run_b == "rz").unwrap();
+    assert_eq!((p.items, p.a_wins, p.missing), (4, 1, 1));
+    assert_eq!(report.ranking.models[0].name, "rx");
+    assert_eq!(report.ranking.models[0].rank, 1);
+    let top = &report.ranking.models[0];
+    assert!(top.low.unwrap() <= top.score && top.score <= top.high.unwrap());
+    let rows: i64 = store.connection().query_row("SELECT COUNT(*) FROM pairwise_judgments", [], |r| r.get(0)).unwrap();
+    assert_eq!(rows, 12);
+    // Each compared item was asked in both orders: 3 pairs × (4 items, one missing for two pairs).
+    assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 2 * (4 + 3 + 3));
+}
