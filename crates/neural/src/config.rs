@@ -76,13 +76,13 @@ impl EncoderConfig {
         self.family().ok_or_else(|| {
             NeuralError::malformed(
                 path,
-                format!(
-                    "model_type `{}` is not supported; supported: bert, roberta, xlm-roberta",
-                    self.model_type
-                ),
+                format!("model_type `{}` is not supported; supported: bert, roberta, xlm-roberta", self.model_type),
             )
         })?;
-        if self.hidden_size == 0 || self.num_attention_heads == 0 || self.hidden_size % self.num_attention_heads != 0 {
+        if self.hidden_size == 0
+            || self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
             return Err(NeuralError::malformed(
                 path,
                 format!(
@@ -94,7 +94,10 @@ impl EncoderConfig {
         if self.position_embedding_type != "absolute" {
             return Err(NeuralError::malformed(
                 path,
-                format!("position_embedding_type `{}` is not supported (only `absolute`)", self.position_embedding_type),
+                format!(
+                    "position_embedding_type `{}` is not supported (only `absolute`)",
+                    self.position_embedding_type
+                ),
             ));
         }
         if !matches!(self.hidden_act.as_str(), "gelu" | "gelu_new" | "gelu_pytorch_tanh" | "relu") {

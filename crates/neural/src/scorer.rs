@@ -1,26 +1,22 @@
 //! Scoring many (prediction, reference) pairs with BERTScore and embedding similarity, fast:
 //! each distinct text is encoded once per model (one forward pass serves both metrics when they
-//! share a model), texts are sorted by length into padded batches, and batches and pairs are
-//! spread over all cores.
+//! share a model), texts are packed without padding into chunks (see [`Encoder::encode_each`]),
+//! and chunks and pairs are spread over all cores.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use candle_core::{DType, Device, Tensor};
 use h2htalk_metrics::Profile;
 use h2htalk_metrics::text::python_strip;
 use rayon::prelude::*;
 
 use crate::bertscore::{Prf, TokenVectors, greedy_match};
+use crate::cache::{CACHE_ENV, EncodingCache, Entry, Kind};
 use crate::encoder::Encoder;
 use crate::error::Result;
 use crate::fetch::{installed_default, verify_default};
-
-/// Most texts in one batch (as `bert_score`'s default batch size).
-const MAX_BATCH: usize = 64;
-/// Most padded tokens in one batch, which bounds the memory of attention.
-const MAX_BATCH_TOKENS: usize = 4096;
+use crate::tokenizer::Tokens;
 
 /// The paper's BERTScore cut: when either stripped text is longer than 128 code points, both are
 /// cut to their first 128 (which leaves a shorter text as it is).
@@ -37,6 +33,8 @@ pub struct NeuralSetup {
     pub cut: Option<usize>,
     /// The models are the m3e-small stand-in, not the paper's.
     pub stand_in: bool,
+    /// The on-disk encoding cache (`$H2HTALK_NEURAL_CACHE`), `None` (the default) for none.
+    pub cache: Option<PathBuf>,
 }
 
 /// The neural metrics of one pair.
@@ -69,6 +67,8 @@ pub struct NeuralRun {
     /// Distinct texts longer than the embedding model's token limit (cut there, as
     /// sentence-transformers does).
     pub embedding_truncated: usize,
+    /// What the encoding cache served, when it is on.
+    pub cache: Option<CacheUse>,
 }
 
 /// The first `n` code points of `text` (Python's `text[:n]`).
@@ -94,92 +94,139 @@ struct Encoded {
     truncated: bool,
 }
 
+/// How many distinct texts a run read from the encoding cache and how many it encoded and stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheUse {
+    pub read: usize,
+    pub stored: usize,
+}
+
 fn encode_all<'a>(
     encoder: &Encoder,
     needs: &HashMap<&'a str, Need>,
     token_layer: usize,
+    cache: Option<&EncodingCache>,
+    cache_use: &mut CacheUse,
 ) -> Result<HashMap<&'a str, Encoded>> {
     let texts: Vec<&'a str> = needs.keys().copied().collect();
     let tokens = encoder.tokenizer.encode(&texts)?;
-    let mut order: Vec<usize> = (0..texts.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(tokens[i].ids.len()));
-    let mut batches: Vec<Vec<usize>> = Vec::new();
-    for i in order {
-        match batches.last_mut() {
-            Some(b) if b.len() < MAX_BATCH && (b.len() + 1) * tokens[b[0]].ids.len() <= MAX_BATCH_TOKENS => b.push(i),
-            _ => batches.push(vec![i]),
+    let last = encoder.num_layers();
+    let h = encoder.config.hidden_size;
+    let mut map = HashMap::with_capacity(texts.len());
+    let mut todo: Vec<usize> = Vec::with_capacity(texts.len());
+    match cache {
+        None => todo.extend(0..texts.len()),
+        Some(cache) => {
+            let found: Vec<Option<Encoded>> = (0..texts.len())
+                .into_par_iter()
+                .map(|i| from_cache(cache, texts[i], needs[texts[i]], &tokens[i], token_layer, h))
+                .collect::<Result<_>>()?;
+            for (i, enc) in found.into_iter().enumerate() {
+                match enc {
+                    Some(enc) => {
+                        map.insert(texts[i], enc);
+                    }
+                    None => todo.push(i),
+                }
+            }
+            cache_use.read += map.len();
         }
     }
-    let pad = encoder.config.pad_token_id.unwrap_or(0);
-    let last = encoder.num_layers();
-    let results: Vec<Vec<(usize, Encoded)>> = batches
-        .par_iter()
-        .map(|batch| -> Result<Vec<(usize, Encoded)>> {
-            let len = tokens[batch[0]].ids.len();
-            let mut ids = vec![pad; batch.len() * len];
-            let mut mask = vec![0f32; batch.len() * len];
-            for (row, &i) in batch.iter().enumerate() {
-                let t = &tokens[i].ids;
-                ids[row * len..row * len + t.len()].copy_from_slice(t);
-                mask[row * len..row * len + t.len()].fill(1.0);
+    // Texts that need only token vectors stop at the BERTScore layer; the others go on to the
+    // last layer (for the pooled vector), taking their token vectors on the way.
+    for pooled in [false, true] {
+        let group: Vec<usize> = todo.iter().copied().filter(|&i| needs[texts[i]].pooled == pooled).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let wanted = if pooled { vec![token_layer, last] } else { vec![token_layer] };
+        let seqs: Vec<&[u32]> = group.iter().map(|&i| tokens[i].ids.as_slice()).collect();
+        let encoded = encoder.encode_each(&seqs, &wanted, |g, states| {
+            let i = group[g];
+            let need = needs[texts[i]];
+            Encoded {
+                truncated: tokens[i].truncated,
+                tokens: need.tokens.then(|| TokenVectors {
+                    ids: tokens[i].ids.clone(),
+                    dim: h,
+                    vectors: unit_rows(states[0], h),
+                }),
+                pooled: need.pooled.then(|| mean_pool(states[wanted.len() - 1], h)),
             }
-            let need_tokens = batch.iter().any(|&i| needs[texts[i]].tokens);
-            let need_pooled = batch.iter().any(|&i| needs[texts[i]].pooled);
-            let mut layers = Vec::new();
-            if need_tokens {
-                layers.push(token_layer);
-            }
-            if need_pooled {
-                layers.push(last);
-            }
-            fn compute<T>(encoder: &Encoder, r: candle_core::Result<T>) -> Result<T> {
-                r.map_err(|source| crate::NeuralError::Compute { model: encoder.dir.clone(), source })
-            }
-            let ids_t = compute(encoder, Tensor::from_vec(ids, (batch.len(), len), &Device::Cpu))?;
-            let mask_t = compute(encoder, Tensor::from_vec(mask, (batch.len(), len), &Device::Cpu))?;
-            let hidden = encoder.hidden_states(&ids_t, &mask_t, &layers)?;
-            let mut out = Vec::with_capacity(batch.len());
-            for (row, &i) in batch.iter().enumerate() {
-                let need = needs[texts[i]];
-                let n = tokens[i].ids.len();
-                let mut enc = Encoded { truncated: tokens[i].truncated, ..Encoded::default() };
-                if need.tokens {
-                    let states = compute(encoder, hidden[0].get(row).and_then(|s| s.narrow(0, 0, n)))?;
-                    enc.tokens = Some(TokenVectors { ids: tokens[i].ids.clone(), vectors: compute(encoder, unit_rows(&states))? });
-                }
-                if need.pooled {
-                    let states: Vec<Vec<f32>> =
-                        compute(encoder, hidden[layers.len() - 1].get(row).and_then(|s| s.narrow(0, 0, n)?.to_vec2()))?;
-                    enc.pooled = Some(mean_pool(&states));
-                }
-                out.push((i, enc));
-            }
-            Ok(out)
-        })
-        .collect::<Result<_>>()?;
-    let mut map = HashMap::with_capacity(texts.len());
-    for (i, enc) in results.into_iter().flatten() {
-        map.insert(texts[i], enc);
+        })?;
+        if let Some(cache) = cache {
+            group
+                .par_iter()
+                .zip(&encoded)
+                .try_for_each(|(&i, enc)| to_cache(cache, texts[i], &tokens[i], enc, token_layer))?;
+            cache_use.stored += group.len();
+        }
+        for (g, enc) in encoded.into_iter().enumerate() {
+            map.insert(texts[group[g]], enc);
+        }
     }
     Ok(map)
 }
 
-/// Each row divided by its norm (as `bert_score` does before matching).
-fn unit_rows(states: &Tensor) -> candle_core::Result<Tensor> {
-    let norms = states.to_dtype(DType::F32)?.sqr()?.sum_keepdim(1)?.sqrt()?;
-    states.broadcast_div(&norms)?.contiguous()
+/// What the cache holds for one text, when it holds all that the text needs.
+fn from_cache(
+    cache: &EncodingCache,
+    text: &str,
+    need: Need,
+    tokens: &Tokens,
+    token_layer: usize,
+    h: usize,
+) -> Result<Option<Encoded>> {
+    let mut enc = Encoded { truncated: tokens.truncated, ..Encoded::default() };
+    if need.tokens {
+        match cache.get(Kind::Tokens(token_layer), text, &tokens.ids, h)? {
+            Some((Entry::Tokens(vectors), _)) => {
+                enc.tokens = Some(TokenVectors { ids: tokens.ids.clone(), dim: h, vectors })
+            }
+            _ => return Ok(None),
+        }
+    }
+    if need.pooled {
+        match cache.get(Kind::Pooled, text, &tokens.ids, h)? {
+            Some((Entry::Pooled(v), _)) => enc.pooled = Some(v),
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(enc))
 }
 
-/// The mean of the token vectors of one text (all of its real tokens, special ones included,
-/// as sentence-transformers' mean pooling over the attention mask).
-fn mean_pool(states: &[Vec<f32>]) -> Vec<f64> {
-    let mut sum = vec![0f64; states.first().map_or(0, Vec::len)];
-    for row in states {
+fn to_cache(cache: &EncodingCache, text: &str, tokens: &Tokens, enc: &Encoded, token_layer: usize) -> Result<()> {
+    if let Some(t) = &enc.tokens {
+        cache.put(Kind::Tokens(token_layer), text, &tokens.ids, tokens.truncated, &Entry::Tokens(t.vectors.clone()))?;
+    }
+    if let Some(p) = &enc.pooled {
+        cache.put(Kind::Pooled, text, &tokens.ids, tokens.truncated, &Entry::Pooled(p.clone()))?;
+    }
+    Ok(())
+}
+
+/// Each `h`-wide row divided by its norm (as `bert_score` does before matching).
+fn unit_rows(states: &[f32], h: usize) -> Vec<f32> {
+    let mut out = states.to_vec();
+    for row in out.chunks_exact_mut(h) {
+        let norm = row.iter().map(|&v| v as f64 * v as f64).sum::<f64>().sqrt() as f32;
+        for v in row {
+            *v /= norm;
+        }
+    }
+    out
+}
+
+/// The mean of the `h`-wide token vectors of one text (all of its real tokens, special ones
+/// included, as sentence-transformers' mean pooling over the attention mask).
+fn mean_pool(states: &[f32], h: usize) -> Vec<f64> {
+    let mut sum = vec![0f64; h];
+    for row in states.chunks_exact(h) {
         for (s, v) in sum.iter_mut().zip(row) {
             *s += *v as f64;
         }
     }
-    let n = states.len().max(1) as f64;
+    let n = (states.len() / h).max(1) as f64;
     sum.iter().map(|s| s / n).collect()
 }
 
@@ -200,7 +247,8 @@ impl NeuralSetup {
         bertscore_layer: Option<usize>,
         embedding_model: Option<&Path>,
     ) -> Result<NeuralSetup> {
-        let default = if bertscore_model.is_none() || embedding_model.is_none() { Some(installed_default()?) } else { None };
+        let default =
+            if bertscore_model.is_none() || embedding_model.is_none() { Some(installed_default()?) } else { None };
         let bert_dir = bertscore_model.map(Path::to_path_buf).or_else(|| default.clone()).expect("resolved");
         let emb_dir = embedding_model.map(Path::to_path_buf).or_else(|| default.clone()).expect("resolved");
         let load = |dir: &Path| -> Result<Arc<Encoder>> {
@@ -211,7 +259,8 @@ impl NeuralSetup {
             Ok(Arc::new(encoder))
         };
         let bertscore_model = load(&bert_dir)?;
-        let same = bert_dir == emb_dir || bert_dir.canonicalize().ok().is_some_and(|b| emb_dir.canonicalize().ok() == Some(b));
+        let same =
+            bert_dir == emb_dir || bert_dir.canonicalize().ok().is_some_and(|b| emb_dir.canonicalize().ok() == Some(b));
         let embedding_model = if same { bertscore_model.clone() } else { load(&emb_dir)? };
         let layers = bertscore_model.num_layers();
         let bertscore_layer = bertscore_layer.unwrap_or_else(|| default_bertscore_layer(&bertscore_model));
@@ -223,6 +272,7 @@ impl NeuralSetup {
         }
         Ok(NeuralSetup {
             stand_in: default.as_deref().is_some_and(|d| bertscore_model.dir == d || embedding_model.dir == d),
+            cache: std::env::var_os(CACHE_ENV).filter(|d| !d.is_empty()).map(PathBuf::from),
             bertscore_model,
             bertscore_layer,
             embedding_model,
@@ -279,13 +329,21 @@ impl NeuralSetup {
                 }
             }
         }
-        let bert_encoded = encode_all(&self.bertscore_model, &bert_needs, self.bertscore_layer)?;
-        let emb_encoded = if shared { None } else { Some(encode_all(&self.embedding_model, &emb_needs, 0)?) };
+        let mut cache_use = CacheUse::default();
+        let cache = |model: &Encoder| self.cache.as_ref().map(|root| EncodingCache::new(root, &model.fingerprint));
+        let bert_cache = cache(&self.bertscore_model);
+        let bert_encoded =
+            encode_all(&self.bertscore_model, &bert_needs, self.bertscore_layer, bert_cache.as_ref(), &mut cache_use)?;
+        let emb_encoded = if shared {
+            None
+        } else {
+            let emb_cache = cache(&self.embedding_model);
+            Some(encode_all(&self.embedding_model, &emb_needs, 0, emb_cache.as_ref(), &mut cache_use)?)
+        };
         let emb_map = emb_encoded.as_ref().unwrap_or(&bert_encoded);
 
         let tok = &self.bertscore_model.tokenizer;
         let special = [tok.cls_id, tok.sep_id];
-        let model = &self.bertscore_model;
         let scores = plans
             .par_iter()
             .map(|plan| -> Result<Option<NeuralScores>> {
@@ -294,8 +352,7 @@ impl NeuralSetup {
                     Plan::Zero => Ok(Some(NeuralScores::default())),
                     Plan::Score { bert, emb } => {
                         let vectors = |t: &str| bert_encoded[t].tokens.as_ref().expect("encoded with token vectors");
-                        let Prf { precision, recall, f1 } = greedy_match(vectors(bert.0), vectors(bert.1), &special)
-                            .map_err(|source| crate::NeuralError::Compute { model: model.dir.clone(), source })?;
+                        let Prf { precision, recall, f1 } = greedy_match(vectors(bert.0), vectors(bert.1), &special);
                         let pooled = |t: &str| emb_map[t].pooled.as_deref().expect("encoded with a pooled vector");
                         let embedding = cosine(pooled(emb.0), pooled(emb.1));
                         Ok(Some(NeuralScores { bertscore: f1, bertscore_p: precision, bertscore_r: recall, embedding }))
@@ -304,11 +361,14 @@ impl NeuralSetup {
             })
             .collect::<Result<Vec<_>>>()?;
 
-        let count = |map: &HashMap<&str, Encoded>, pick: fn(&Encoded) -> bool| map.values().filter(|e| e.truncated && pick(e)).count();
+        let count = |map: &HashMap<&str, Encoded>, pick: fn(&Encoded) -> bool| {
+            map.values().filter(|e| e.truncated && pick(e)).count()
+        };
         Ok(NeuralRun {
             scores,
             bertscore_truncated: count(&bert_encoded, |e| e.tokens.is_some()),
             embedding_truncated: count(emb_map, |e| e.pooled.is_some()),
+            cache: self.cache.is_some().then_some(cache_use),
         })
     }
 
@@ -334,6 +394,9 @@ impl NeuralSetup {
         if self.stand_in {
             s.push_str("|models:stand-in(m3e-small),not-comparable-with-paper");
         }
+        if let Some(c) = run.cache {
+            s.push_str(&format!("|encoding-cache:read{},stored{}", c.read, c.stored));
+        }
         s
     }
 }
@@ -343,7 +406,7 @@ impl NeuralSetup {
 pub fn default_bertscore_layer(encoder: &Encoder) -> usize {
     let known = match encoder.name.as_str() {
         "bert-base-chinese" => Some(8),
-        "bert-base-multilingual-cased" | "bert-base-multilingual-uncased" => Some(9),
+        "bert-base-multilingual-cased" => Some(9),
         "xlm-roberta-base" => Some(9),
         "xlm-roberta-large" => Some(17),
         _ => None,
@@ -364,7 +427,7 @@ mod tests {
 
     #[test]
     fn mean_pool_and_cosine() {
-        let v = mean_pool(&[vec![1.0, 0.0], vec![0.0, 1.0]]);
+        let v = mean_pool(&[1.0, 0.0, 0.0, 1.0], 2);
         assert_eq!(v, [0.5, 0.5]);
         assert!((cosine(&v, &[1.0, 1.0]) - 1.0).abs() < 1e-12);
     }

@@ -70,7 +70,8 @@ impl TextTokenizer {
                 .map_err(|e| NeuralError::malformed(&json_path, format!("not a usable tokenizer: {e}")))?;
             (t, json_path)
         } else if vocab_path.is_file() {
-            let lowercase = tok_config.as_ref().and_then(|c| c.get("do_lower_case")).and_then(Value::as_bool).unwrap_or(true);
+            let lowercase =
+                tok_config.as_ref().and_then(|c| c.get("do_lower_case")).and_then(Value::as_bool).unwrap_or(true);
             let unk = special(&configs, "unk_token").unwrap_or_else(|| "[UNK]".into());
             (wordpiece(&vocab_path, lowercase, &unk, &cls_text, &sep_text)?, vocab_path)
         } else {
@@ -122,12 +123,17 @@ impl TextTokenizer {
 /// Hugging Face's `BertTokenizer` as a fast tokenizer: clean text, CJK characters split off,
 /// accents stripped only when lowercasing, WordPiece with `##` continuations, `[CLS] A [SEP]`.
 fn wordpiece(vocab: &Path, lowercase: bool, unk: &str, cls: &str, sep: &str) -> Result<Tokenizer> {
-    let bad = |e: Box<dyn std::error::Error + Send + Sync>| NeuralError::malformed(vocab, format!("not a usable WordPiece vocabulary: {e}"));
+    let bad = |e: Box<dyn std::error::Error + Send + Sync>| {
+        NeuralError::malformed(vocab, format!("not a usable WordPiece vocabulary: {e}"))
+    };
     let model = WordPiece::from_file(&vocab.to_string_lossy()).unk_token(unk.to_string()).build().map_err(bad)?;
     let cls_id = tokenizers::Model::token_to_id(&model, cls);
     let sep_id = tokenizers::Model::token_to_id(&model, sep);
     let (Some(cls_id), Some(sep_id)) = (cls_id, sep_id) else {
-        return Err(NeuralError::malformed(vocab, format!("the special tokens `{cls}` and `{sep}` must be in the vocabulary")));
+        return Err(NeuralError::malformed(
+            vocab,
+            format!("the special tokens `{cls}` and `{sep}` must be in the vocabulary"),
+        ));
     };
     let mut tok = Tokenizer::new(model);
     tok.with_normalizer(Some(BertNormalizer::new(true, true, None, lowercase)));

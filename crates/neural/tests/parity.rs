@@ -55,6 +55,7 @@ fn setup(model: &Arc<Encoder>, layer: usize, cut: bool) -> NeuralSetup {
         embedding_model: model.clone(),
         cut: cut.then_some(PAPER_CUT),
         stand_in: true,
+        cache: None,
     }
 }
 
@@ -152,6 +153,30 @@ fn official_sample_matches_python_at_two_layers_with_and_without_the_cut() {
     }
 }
 
+/// With the on-disk encoding cache on, a first run encodes and stores every distinct text, a second
+/// run reads them all back, and both equal Python.
+#[test]
+fn the_encoding_cache_serves_a_second_run_with_the_same_scores() {
+    let Some(model) = model() else { return };
+    let g = golden("neural_official.json");
+    let pairs: Vec<(String, String)> = sample_pairs(&g).into_iter().take(60).collect();
+    let refs = as_refs(&pairs);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cached = setup(&model, 4, true);
+    cached.cache = Some(dir.path().to_path_buf());
+    let first = cached.score_pairs(Profile::Paper, &refs).unwrap();
+    let stored = first.cache.expect("the cache is on").stored;
+    assert!(stored > 0);
+    assert_eq!(first.cache.unwrap().read, 0);
+    let second = cached.score_pairs(Profile::Paper, &refs).unwrap();
+    assert_eq!(second.cache, Some(h2htalk_neural::CacheUse { read: stored, stored: 0 }));
+    assert_eq!(first.scores, second.scores, "read back exactly as stored");
+    assert!(cached.signature(&second).ends_with(&format!("|encoding-cache:read{stored},stored0")));
+    let want = &g["sample"]["bertscore"]["L4_cut128"].as_array().unwrap()[..pairs.len()];
+    check_prf("cached L4_cut128", &second.scores, want);
+    check_embedding("cached embedding", &second.scores, &g["sample"]["embedding"].as_array().unwrap()[..pairs.len()]);
+}
+
 /// Several minutes on two cores; the sample above covers the uncut texts at two layers, and the
 /// CLI's tests cover all 4,589 pairs with the cut. Run with `cargo test -p h2htalk-neural -- --ignored`.
 #[test]
@@ -163,19 +188,17 @@ fn all_official_pairs_match_python_without_the_cut() {
     let pairs: Vec<(String, String)> =
         Task::ALL.iter().flat_map(|&t| official_pairs(refs.texts(t), 0..refs.texts(t).len())).collect();
     assert_eq!(pairs.len(), 4589);
-    let flat = |v: &Value| -> Vec<Value> {
-        Task::ALL.iter().flat_map(|t| v[t.stem()].as_array().unwrap().clone()).collect()
-    };
+    let flat =
+        |v: &Value| -> Vec<Value> { Task::ALL.iter().flat_map(|t| v[t.stem()].as_array().unwrap().clone()).collect() };
     // The cut variant of all 4,589 pairs is checked end to end by the CLI's tests
     // (crates/cli/tests/neural.rs); here the strict profile's uncut texts, long ones included.
-    for name in ["L4_nocut"] {
-        let (layer, cut) = variant(name);
-        let run = setup(&model, layer, cut).score_pairs(Profile::Paper, &as_refs(&pairs)).unwrap();
-        let worst = check_prf(&format!("all {name}"), &run.scores, &flat(&g["full"]["bertscore"][name]));
-        eprintln!("all {name}: 4589 pairs, max |diff| {worst:.2e}");
-        let worst = check_embedding("all embedding", &run.scores, &flat(&g["full"]["embedding"]));
-        eprintln!("all embedding: 4589 pairs, max |diff| {worst:.2e}");
-    }
+    let name = "L4_nocut";
+    let (layer, cut) = variant(name);
+    let run = setup(&model, layer, cut).score_pairs(Profile::Paper, &as_refs(&pairs)).unwrap();
+    let worst = check_prf(&format!("all {name}"), &run.scores, &flat(&g["full"]["bertscore"][name]));
+    eprintln!("all {name}: 4589 pairs, max |diff| {worst:.2e}");
+    let worst = check_embedding("all embedding", &run.scores, &flat(&g["full"]["embedding"]));
+    eprintln!("all embedding: 4589 pairs, max |diff| {worst:.2e}");
 }
 
 /// m3e-small without tokenizer.json and with a vocab.txt written from it: our WordPiece tokenizer
@@ -202,6 +225,10 @@ fn vocab_txt_tokenizer_matches_the_slow_bert_tokenizer() {
     let g = golden("neural_official.json");
     let pairs = sample_pairs(&g);
     let run = setup(&vocab_model, 4, true).score_pairs(Profile::Paper, &as_refs(&pairs)).unwrap();
-    let worst = check_prf("vocab.txt L4_cut128", &run.scores, g["sample"]["bertscore_vocab_txt"]["L4_cut128"].as_array().unwrap());
+    let worst = check_prf(
+        "vocab.txt L4_cut128",
+        &run.scores,
+        g["sample"]["bertscore_vocab_txt"]["L4_cut128"].as_array().unwrap(),
+    );
     eprintln!("vocab.txt tokenizer: max |diff| {worst:.2e}");
 }
