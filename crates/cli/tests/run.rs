@@ -64,6 +64,9 @@ fn a_run_generates_stores_scores_and_exports() {
     );
     assert!(out["input_tokens"].as_u64().unwrap() > 0);
     let run_id = out["run_id"].as_str().unwrap().to_string();
+    // The run ends by writing its report.
+    let html = std::fs::read_to_string(out["report"].as_str().unwrap()).unwrap();
+    assert!(html.contains(&run_id) && html.contains("</html>"));
 
     let list = h2htalk(&["runs", "list", "--db", db.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&list.stdout).contains(&run_id));
@@ -338,8 +341,20 @@ fn redact_masks_personal_data_in_the_store_and_the_export() {
     let answers = std::fs::read_to_string(export.join("predictions/dialogue_base.jsonl")).unwrap();
     assert_eq!(answers.matches("[PHONE]").count(), 2, "{answers}");
     assert_eq!(answers.matches("[EMAIL]").count(), 2, "{answers}");
+    // A run stored without --redact (in another store) is masked in a report made with --redact.
+    let other = TempDir::new().unwrap();
+    let plain_db = other.path().join("runs.db");
+    let plain = json_run(&server, &plain_db, &["--tasks", "dialogue_base", "--limit", "1"]);
+    let plain_id = plain["run_id"].as_str().unwrap();
+    let report = other.path().join("report");
+    let db_arg = plain_db.to_str().unwrap();
+    let args = ["report", "--db", db_arg, "--runs", plain_id, "--out", report.to_str().unwrap(), "--redact"];
+    let made = h2htalk(&args);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+    assert!(html.contains("[PHONE]") && !html.contains("13812345678"));
     drop(server);
-    // Nothing of the numbers is left anywhere in the database files.
+    // Nothing of the numbers is left anywhere in the redacted run's files.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();
         if path.is_file() {

@@ -625,7 +625,8 @@ pub async fn safety_run(
     }
     let judge_name = judge.as_ref().map_or_else(|| "rules".to_string(), |j| j.name());
     let hash = prompt_hash();
-    let items: Vec<_> = store.items(run_id)?.into_iter().filter(|i| i.task == h2htalk_runner::run::SAFETY_GROUP).collect();
+    let items: Vec<_> =
+        store.items(run_id)?.into_iter().filter(|i| i.task == h2htalk_runner::run::SAFETY_GROUP).collect();
     let generations: BTreeMap<String, _> =
         store.generations(run_id)?.into_iter().map(|g| (g.scenario_id.clone(), g)).collect();
     let mut verdicts = Vec::new();

@@ -8,6 +8,7 @@ mod models;
 mod output;
 mod progress;
 mod prompt;
+mod report;
 mod run;
 mod runs;
 mod score;
@@ -26,6 +27,8 @@ pub struct Cli {
 enum Command {
     /// Run the benchmark: generate with a model on the suite, store, score and summarise.
     Run(Box<run::RunArgs>),
+    /// Write leaderboards (Markdown, CSV, JSON) and a self-contained HTML report of stored runs.
+    Report(report::ReportArgs),
     /// List, show and export stored runs.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -48,6 +51,7 @@ enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(*args),
+        Command::Report(args) => report::run(args),
         Command::Runs(cmd) => runs::run(cmd),
         Command::Score(args) => score::run(args),
         Command::Data(cmd) => data::run(cmd),

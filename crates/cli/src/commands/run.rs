@@ -86,6 +86,9 @@ pub struct RunArgs {
     /// texts). Recorded with the run; `--resume` keeps it.
     #[arg(long)]
     redact: bool,
+    /// Where the run's report goes (default: `reports/RUN_ID/` beside the store).
+    #[arg(long, value_name = "DIR")]
+    report_dir: Option<PathBuf>,
     /// Print one JSON object at the end instead of the table.
     #[arg(long)]
     json: bool,
@@ -287,6 +290,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     store.set_status(&run_id, status)?;
     let cost = prices(&resolved).cost(summary.input_tokens, summary.output_tokens);
+    let report_dir = args
+        .report_dir
+        .clone()
+        .unwrap_or_else(|| args.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id));
+    let written = h2htalk_report::write_report(&store, std::slice::from_ref(&run_id), &report_dir)
+        .context("writing the run's report")?;
 
     if args.json {
         let out = json!({
@@ -306,6 +315,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             "elapsed_s": report.as_ref().map_or(0.0, |r| r.elapsed_s),
             "summary": summary,
             "assessment": assessment.summary_json(),
+            "report": written.html,
         });
         println!("{}", serde_json::to_string(&out)?);
     } else {
@@ -331,6 +341,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
                 reasons.join(", ")
             );
         }
+        println!("report: {}", written.html.display());
         println!("run {run_id}: {status} (db {})", args.db.display());
     }
     Ok(())

@@ -1,0 +1,55 @@
+//! `h2htalk report`: Markdown, CSV and JSON leaderboards and one self-contained HTML report of
+//! stored runs.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use clap::Args;
+use h2htalk_report::stats::{Bootstrap, DEFAULT_RESAMPLES, DEFAULT_SEED};
+use h2htalk_report::{Options, write_report_with};
+use h2htalk_runner::store::Store;
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The run store.
+    #[arg(long, default_value = "runs/h2htalk.db")]
+    db: PathBuf,
+    /// Runs to report, comma-separated (default: every run in the store).
+    #[arg(long, value_delimiter = ',')]
+    runs: Vec<String>,
+    /// Output directory: leaderboard.md, leaderboard.csv, leaderboard.json, report.html.
+    #[arg(long)]
+    out: PathBuf,
+    /// The metric to rank and compare runs by (default: the first of composite, bertscore,
+    /// embedding, rougeL, then any other, that every run has).
+    #[arg(long)]
+    rank_by: Option<String>,
+    /// Bootstrap resamples per interval (at least 1000).
+    #[arg(long, default_value_t = DEFAULT_RESAMPLES)]
+    resamples: usize,
+    /// Seed of the bootstrap resampling.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
+    /// Mask phone numbers, e-mail addresses, identity and bank card numbers in the transcripts.
+    #[arg(long)]
+    redact: bool,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if args.resamples < DEFAULT_RESAMPLES {
+        bail!("--resamples {}: use at least {DEFAULT_RESAMPLES} for 95% intervals", args.resamples);
+    }
+    let store = Store::open_read_only(&args.db)?;
+    let options = Options {
+        bootstrap: Bootstrap { resamples: args.resamples, seed: args.seed, ..Bootstrap::default() },
+        rank_metric: args.rank_by,
+        redact: args.redact,
+    };
+    let runs: Vec<String> = args.runs.into_iter().filter(|r| !r.trim().is_empty()).collect();
+    let paths = write_report_with(&store, &runs, &args.out, &options)?;
+    println!("wrote {}", paths.markdown.display());
+    println!("wrote {}", paths.csv.display());
+    println!("wrote {}", paths.json.display());
+    println!("report: {}", paths.html.display());
+    Ok(())
+}

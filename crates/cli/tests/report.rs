@@ -1,0 +1,147 @@
+//! `h2htalk report` on a store with two runs against the in-suite server (SAP on and off): the
+//! files are written, the HTML's embedded figures equal leaderboard.json, and the HTML loads
+//! nothing from the network.
+
+mod common;
+
+use std::path::Path;
+
+use common::{bin, h2htalk, json_of, run_args, suite};
+
+use h2htalk_testserver::{ServerConfig, TestServer};
+use serde_json::Value;
+use tempfile::TempDir;
+
+fn run(url: &str, db: &Path, sap: &str) -> String {
+    let mut args = run_args(url, &suite(), db);
+    let tasks = "dialogue_base,dialogue_emotion,recollection_refine,itinerary_basic";
+    args.extend(["--limit", "2", "--tasks", tasks, "--safety", "--sap", sap].map(String::from));
+    let out = bin().args(&args).output().unwrap();
+    json_of(&out)["run_id"].as_str().unwrap().to_string()
+}
+
+/// The JSON inside `<script type="application/json" id="ID">`.
+fn embedded(html: &str, id: &str) -> Value {
+    let open = format!("<script type=\"application/json\" id=\"{id}\">");
+    let start = html.find(&open).unwrap_or_else(|| panic!("no #{id}")) + open.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
+}
+
+/// Every `ATTR="..."` value in `text`.
+fn attributes<'a>(text: &'a str, attr: &str) -> Vec<&'a str> {
+    let key = format!(" {attr}=\"");
+    text.match_indices(&key)
+        .map(|(i, _)| {
+            let s = &text[i + key.len()..];
+            &s[..s.find('"').unwrap()]
+        })
+        .collect()
+}
+
+#[test]
+fn report_of_two_runs_matches_its_json_and_is_self_contained() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let on = run(&server.base_url(), &db, "on");
+    let off = run(&server.base_url(), &db, "off");
+    let out_dir = dir.path().join("report");
+    let out = h2htalk(&[
+        "report",
+        "--db",
+        db.to_str().unwrap(),
+        "--runs",
+        &format!("{on},{off}"),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "report failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("report.html"));
+    for f in ["leaderboard.md", "leaderboard.csv", "leaderboard.json", "report.html"] {
+        assert!(out_dir.join(f).is_file(), "{f} missing");
+    }
+    let lb: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("leaderboard.json")).unwrap()).unwrap();
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+
+    // The same numbers: the embedded leaderboard is leaderboard.json, value for value.
+    assert_eq!(embedded(&html, "leaderboard-data"), lb);
+    let runs = lb["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(lb["bootstrap"]["resamples"], 1000);
+    let metric = lb["rank_metric"].as_str().unwrap().to_string();
+    // Every figure drawn (bars, heat map cells, table cells) carries a mean that leaderboard.json has
+    // for that run and group.
+    let mut checked = 0;
+    for (run_attr, group_attr, mean) in html.split("<td class=\"cell").skip(1).filter_map(|cell| {
+        let head = &cell[..cell.find('>').unwrap()];
+        let mean = attributes(head, "data-mean").first().copied()?;
+        Some((
+            attributes(head, "data-run")[0].to_string(),
+            attributes(head, "data-group")[0].to_string(),
+            mean.to_string(),
+        ))
+    }) {
+        let run = runs.iter().find(|r| r["id"] == run_attr.as_str()).unwrap();
+        let group = run["groups"].as_array().unwrap().iter().find(|g| g["group"] == group_attr.as_str()).unwrap();
+        assert_eq!(
+            mean.parse::<f64>().unwrap(),
+            group["metrics"][&metric]["mean"].as_f64().unwrap(),
+            "{run_attr} {group_attr}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 2 * 5, "heat map cells checked: {checked}");
+    for bar in html.split("<g class=\"run-bar\"").skip(1) {
+        let head = &bar[..bar.find('>').unwrap()];
+        let run = runs.iter().find(|r| r["id"] == attributes(head, "data-run")[0]).unwrap();
+        let mean: f64 = attributes(head, "data-mean")[0].parse().unwrap();
+        assert!(
+            run["groups"].as_array().unwrap().iter().any(|g| g["metrics"][&metric]["mean"].as_f64() == Some(mean)),
+            "bar mean {mean} is not in leaderboard.json"
+        );
+    }
+    // The SAP pair, the coverage and the transcripts.
+    assert_eq!(lb["sap"].as_array().unwrap().len(), 1, "{}", lb["sap"]);
+    assert_eq!(lb["sap"][0]["on"], on.as_str());
+    let overall = runs[0]["groups"].as_array().unwrap().iter().find(|g| g["group"] == "overall").unwrap();
+    assert_eq!(overall["coverage"]["items"], 8);
+    let tr = embedded(&html, "transcripts-data");
+    assert_eq!(
+        tr["items"].as_array().unwrap().len(),
+        runs.iter()
+            .map(|r| {
+                r["groups"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|g| g["kind"] == "task" || g["kind"] == "set")
+                    .map(|g| g["coverage"]["items"].as_u64().unwrap())
+                    .sum::<u64>()
+            })
+            .sum::<u64>() as usize
+    );
+
+    // Self-contained: no external resource of any kind.
+    for bad in ["<link", "@import", "url(", " src=\"", " src='", "href=\"http", "href=\"//", "<iframe", "<img"] {
+        assert!(!html.contains(bad), "report.html contains `{bad}`");
+    }
+    assert!(html.contains("default-src 'none'"), "the page forbids loading anything");
+    let csv = std::fs::read_to_string(out_dir.join("leaderboard.csv")).unwrap();
+    assert!(csv.starts_with("run_id,label,model,sap,group,kind,metric,n,mean,ci_lo,ci_hi,"));
+    let md = std::fs::read_to_string(out_dir.join("leaderboard.md")).unwrap();
+    assert!(md.contains("SAP on against SAP off"), "{md}");
+}
+
+#[test]
+fn report_errors_name_the_problem() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("none.db");
+    let out = h2htalk(&["report", "--db", db.to_str().unwrap(), "--out", dir.path().join("r").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no run store here"));
+    let out = h2htalk(&["report", "--db", db.to_str().unwrap(), "--out", "x", "--resamples", "100"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--resamples 100: use at least 1000"));
+}

@@ -1,0 +1,116 @@
+//! H2HTalk reports: statistics of stored runs and the files people read.
+//!
+//! - [`load`]: runs read from the store ([`h2htalk_runner::store::Store`]), every item with its
+//!   generation and scores, validated (a malformed score is an error naming the run, the scenario
+//!   and the field, never a silent 0).
+//! - [`stats`]: seeded percentile bootstrap intervals (scenarios resampled within each sub-task),
+//!   paired bootstrap tests, rank intervals.
+//! - [`leaderboard`]: per sub-task, per family and overall means of every metric (the composite
+//!   included) with intervals and coverage; a ranking; paired comparisons; SAP on/off pairs.
+//! - [`render`]: `leaderboard.json`, `leaderboard.md`, `leaderboard.csv` and one self-contained
+//!   `report.html` (inline SVG charts, inline script and style, the data embedded as JSON, no
+//!   network), all written from the same [`Leaderboard`] value.
+
+pub mod charts;
+pub mod leaderboard;
+pub mod load;
+pub mod render;
+pub mod stats;
+
+use std::path::{Path, PathBuf};
+
+use h2htalk_runner::store::{Store, StoreError};
+
+pub use leaderboard::{Leaderboard, build};
+pub use load::{RunRecord, load_runs};
+pub use stats::Bootstrap;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{db}: no runs in this store; `h2htalk run` makes one")]
+    NoRuns { db: String },
+    #[error("{db}: no run `{id}`; `h2htalk runs list` shows the runs")]
+    NoRun { db: String, id: String },
+    #[error("{db}: run {run}, item {scenario}: field `{field}`: {message}")]
+    Invalid { db: String, run: String, scenario: String, field: String, message: String },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot render the report: {0}")]
+    Render(String),
+}
+
+/// How a report is computed.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub bootstrap: Bootstrap,
+    /// The metric to rank and compare by (default: the first of composite, bertscore, embedding,
+    /// rougeL, then any other, that every run has).
+    pub rank_metric: Option<String>,
+    /// Mask personal data ([`h2htalk_runner::redact`]) in the transcripts the report shows.
+    pub redact: bool,
+}
+
+/// The files a report wrote.
+#[derive(Clone, Debug)]
+pub struct ReportPaths {
+    pub dir: PathBuf,
+    pub html: PathBuf,
+    pub json: PathBuf,
+    pub markdown: PathBuf,
+    pub csv: PathBuf,
+}
+
+/// Writes the report of `run_ids` (every run in the store when empty) into `out_dir` with the
+/// default options, and returns the paths written. `h2htalk run` calls it with its one run.
+pub fn write_report(store: &Store, run_ids: &[String], out_dir: &Path) -> Result<ReportPaths, ReportError> {
+    write_report_with(store, run_ids, out_dir, &Options::default())
+}
+
+/// [`write_report`] with options; also returns the leaderboard.
+pub fn write_report_with(
+    store: &Store,
+    run_ids: &[String],
+    out_dir: &Path,
+    options: &Options,
+) -> Result<ReportPaths, ReportError> {
+    let db = store.path().to_string();
+    let mut runs = load_runs(store, &db, run_ids)?;
+    if options.redact {
+        use h2htalk_runner::redact::redact;
+        for item in runs.iter_mut().flat_map(|r| r.items.iter_mut()) {
+            item.prompt = redact(&item.prompt);
+            item.reference = redact(&item.reference);
+            item.answer = item.answer.as_deref().map(redact);
+            item.error = item.error.as_deref().map(redact);
+        }
+    }
+    let lb = build(&runs, &options.bootstrap, options.rank_metric.as_deref())?;
+    let html = render::to_html(&lb, &runs)?;
+    let csv = render::to_csv(&lb)?;
+    std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io { path: out_dir.to_path_buf(), source })?;
+    let paths = ReportPaths {
+        dir: out_dir.to_path_buf(),
+        html: out_dir.join("report.html"),
+        json: out_dir.join("leaderboard.json"),
+        markdown: out_dir.join("leaderboard.md"),
+        csv: out_dir.join("leaderboard.csv"),
+    };
+    write_atomically(&paths.json, render::to_json(&lb).as_bytes())?;
+    write_atomically(&paths.markdown, render::to_markdown(&lb).as_bytes())?;
+    write_atomically(&paths.csv, csv.as_bytes())?;
+    write_atomically(&paths.html, html.as_bytes())?;
+    Ok(paths)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let io = |source| ReportError::Io { path: path.to_path_buf(), source };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

@@ -1,0 +1,189 @@
+//! The leaderboard of hand-made runs: known means, coverage, families, the composite, errors.
+
+use h2htalk_report::leaderboard::GroupKind;
+use h2htalk_report::{Bootstrap, ReportError, build, load_runs, render};
+use h2htalk_runner::store::{GenerationRow, ItemRow, ScoreRow, Store};
+use serde_json::json;
+use tempfile::TempDir;
+
+fn item(id: &str, task: &str, ord: usize) -> ItemRow {
+    ItemRow {
+        scenario_id: id.into(),
+        task: task.into(),
+        lang: "zh".into(),
+        ord,
+        prompt: json!([{"role": "system", "content": "你是沈言。"}, {"role": "user", "content": "今天好累。"}])
+            .to_string(),
+        reference: "辛苦了，先坐下喝口水吧。".into(),
+    }
+}
+
+fn generated(id: &str) -> GenerationRow {
+    GenerationRow {
+        scenario_id: id.into(),
+        status: "generated".into(),
+        text: Some("辛苦了，休息一下。".into()),
+        finish_reason: Some("stop".into()),
+        input_tokens: 10,
+        output_tokens: 5,
+        latency_ms: 1.0,
+        attempts: 1,
+        error_kind: None,
+        error_message: None,
+        faults: "[]".into(),
+    }
+}
+
+fn failed(id: &str) -> GenerationRow {
+    GenerationRow {
+        status: "failed".into(),
+        text: None,
+        finish_reason: None,
+        error_kind: Some("content_filter".into()),
+        error_message: Some("refused".into()),
+        ..generated(id)
+    }
+}
+
+fn score(id: &str, outcome: &str, metrics: serde_json::Value) -> ScoreRow {
+    ScoreRow { scenario_id: id.into(), outcome: outcome.into(), metrics: metrics.to_string(), signature: "sig".into() }
+}
+
+fn nine(v: f64) -> serde_json::Value {
+    json!({"rouge1": v, "rouge2": v, "rougeL": v, "bleu1": v, "bleu2": v, "bleu3": v, "bleu4": v, "bertscore": v, "embedding": v})
+}
+
+/// A run: dialogue_base a1..a4 (values 0.2, 0.4, failed, dropped), recollection_refine b1..b2
+/// (0.6, 0.8), one pending itinerary_basic item, one safety item (1.0).
+fn make_run(store: &mut Store, id: &str, sap: &str, shift: f64) {
+    let items = vec![
+        item("a1", "dialogue_base", 0),
+        item("a2", "dialogue_base", 1),
+        item("a3", "dialogue_base", 2),
+        item("a4", "dialogue_base", 3),
+        item("b1", "recollection_refine", 4),
+        item("b2", "recollection_refine", 5),
+        item("c1", "itinerary_basic", 6),
+        item("s1", "sap_safety", 7),
+    ];
+    let prov = json!({"model": {"provider": "openai", "name": "m", "endpoint": "x"}, "sap": {"mode": sap}});
+    store.create_run(id, &prov, &items).unwrap();
+    let gens: Vec<GenerationRow> =
+        ["a1", "a2", "a4", "b1", "b2", "s1"].iter().map(|i| generated(i)).chain([failed("a3")]).collect();
+    store.put_generations(id, &gens, false).unwrap();
+    store
+        .put_scores(
+            id,
+            &[
+                score("a1", "scored", nine(0.2 + shift)),
+                score("a2", "empty_prediction", nine(0.4 + shift)),
+                score("a4", "dropped", json!({})),
+                score("b1", "scored", nine(0.6 + shift)),
+                score("b2", "scored", nine(0.8 + shift)),
+                score("s1", "scored", nine(1.0)),
+            ],
+        )
+        .unwrap();
+}
+
+#[test]
+fn means_coverage_families_and_the_composite() {
+    let dir = TempDir::new().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    make_run(&mut store, "on", "on", 0.0);
+    make_run(&mut store, "off", "off", -0.1);
+    let runs = load_runs(&store, "r.db", &[]).unwrap();
+    assert!(runs.iter().all(|r| r.composite_computed));
+    let lb = build(&runs, &Bootstrap::default(), None).unwrap();
+    assert_eq!(lb.rank_metric.as_deref(), Some("composite"));
+    assert_eq!(lb.metrics[0], "composite");
+    let on = lb.runs.iter().find(|r| r.id == "on").unwrap();
+    let names: Vec<(&str, GroupKind)> = on.groups.iter().map(|g| (g.group.as_str(), g.kind)).collect();
+    assert_eq!(
+        names,
+        [
+            ("dialogue_base", GroupKind::Task),
+            ("recollection_refine", GroupKind::Task),
+            ("itinerary_basic", GroupKind::Task),
+            ("dialogue", GroupKind::Family),
+            ("recollection", GroupKind::Family),
+            ("itinerary", GroupKind::Family),
+            ("overall", GroupKind::Overall),
+            ("sap_safety", GroupKind::Set),
+        ]
+    );
+    let g = on.group("dialogue_base").unwrap();
+    assert_eq!((g.coverage.items, g.coverage.scored, g.coverage.failed, g.coverage.dropped), (4, 2, 1, 1));
+    assert_eq!(g.coverage.empty_predictions, 1);
+    let c = g.metrics["composite"];
+    assert!((c.mean - 0.3).abs() < 1e-12 && c.n == 2, "{c:?}");
+    assert!(c.lo >= 0.2 - 1e-12 && c.hi <= 0.4 + 1e-12 && c.lo <= c.mean && c.mean <= c.hi, "{c:?}");
+    // The pending sub-task has coverage and no means (never a 0).
+    let p = on.group("itinerary_basic").unwrap();
+    assert_eq!((p.coverage.items, p.coverage.pending, p.coverage.scored), (1, 1, 0));
+    assert!(p.metrics.is_empty());
+    // Overall pools the four scored sub-task items and leaves the safety set out.
+    let o = on.group("overall").unwrap();
+    assert!((o.metrics["rougeL"].mean - 0.5).abs() < 1e-12);
+    assert_eq!(o.coverage.items, 7);
+    assert!((on.group("sap_safety").unwrap().metrics["rougeL"].mean - 1.0).abs() < 1e-12);
+    // Ranking, the comparison and the SAP pair: on is 0.1 above off on every shared item.
+    assert_eq!(lb.ranking.iter().map(|e| e.run.as_str()).collect::<Vec<_>>(), ["on", "off"]);
+    assert_eq!(lb.comparisons.len(), 1);
+    assert!((lb.comparisons[0].paired.diff.mean - 0.1).abs() < 1e-12);
+    assert_eq!(lb.comparisons[0].paired.n, 4);
+    assert_eq!(lb.sap.len(), 1);
+    assert_eq!((lb.sap[0].on.as_str(), lb.sap[0].off.as_str()), ("on", "off"));
+    let overall = lb.sap[0].comparisons.iter().find(|c| c.group == "overall").unwrap();
+    assert!((overall.paired.diff.lo - 0.1).abs() < 1e-9 && (overall.paired.diff.hi - 0.1).abs() < 1e-9);
+
+    // Every output is written from this value: CSV rows carry the same numbers.
+    let csv = render::to_csv(&lb).unwrap();
+    assert!(csv.lines().any(|l| l.starts_with("on,") && l.contains(",dialogue_base,task,composite,2,")), "{csv}");
+    let md = render::to_markdown(&lb);
+    assert!(md.contains("| 1 | R1 | `on` |"), "{md}");
+    let html = render::to_html(&lb, &runs).unwrap();
+    assert!(html.contains("你是沈言。") || html.contains("\\u4f60"), "the prompt text is embedded");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_report_and_a_metric_can_be_chosen() {
+    let dir = TempDir::new().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    make_run(&mut store, "on", "on", 0.0);
+    let runs = load_runs(&store, "r.db", &["on".to_string()]).unwrap();
+    let a = render::to_json(&build(&runs, &Bootstrap::default(), Some("bleu4")).unwrap());
+    let b = render::to_json(&build(&runs, &Bootstrap::default(), Some("bleu4")).unwrap());
+    assert_eq!(a, b);
+    assert!(a.contains("\"rank_metric\": \"bleu4\""));
+    let e = build(&runs, &Bootstrap::default(), Some("judge")).unwrap_err().to_string();
+    assert!(e.contains("no run has metric `judge`") && e.contains("composite"), "{e}");
+}
+
+#[test]
+fn bad_scores_and_unknown_runs_are_errors_naming_what_is_wrong() {
+    let dir = TempDir::new().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    make_run(&mut store, "on", "on", 0.0);
+    store.put_scores("on", &[score("b1", "scored", json!({"rougeL": "high"}))]).unwrap();
+    let e = load_runs(&store, "r.db", &[]).unwrap_err().to_string();
+    assert!(e.contains("r.db: run on, item b1: field `scores.metrics.rougeL`") && e.contains("rescore"), "{e}");
+    store.put_scores("on", &[score("b1", "scored", json!({}))]).unwrap();
+    let e = load_runs(&store, "r.db", &[]).unwrap_err().to_string();
+    assert!(e.contains("without metric values"), "{e}");
+    let e = load_runs(&store, "r.db", &["nope".into()]).unwrap_err();
+    assert!(matches!(e, ReportError::NoRun { .. }) && e.to_string().contains("`nope`"), "{e}");
+    let empty = Store::open(&dir.path().join("empty.db")).unwrap();
+    assert!(load_runs(&empty, "empty.db", &[]).unwrap_err().to_string().contains("no runs"));
+}
+
+#[test]
+fn script_json_cannot_close_the_script_element() {
+    let json = serde_json::to_string(&json!({"t": "</script><!-- & \u{2028}"})).unwrap();
+    let safe = render::escape_script_json(&json);
+    assert!(!safe.contains("</") && !safe.contains("<!--") && !safe.contains('&') && !safe.contains('\u{2028}'));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&safe).unwrap(),
+        serde_json::from_str::<serde_json::Value>(&json).unwrap()
+    );
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Browser test of the HTML report. Builds a store of more than 10,000 items (two runs of the whole
+# suite with its safety set against the in-suite OpenAI-compatible test server, SAP on and off,
+# then synthetic runs made by crates/report/examples/synthetic_store.rs), writes `h2htalk report` of all of
+# them, and opens report.html in Debian's headless Chromium (fresh profile, no network) with
+# scripts/browser_test.py: no console errors, charts and viewer render, filtering and paging work.
+#
+# usage: scripts/browser-test.sh [OUT_DIR]   (OUT_DIR keeps the store, the report and screenshots)
+# Installs chromium with apt-get when missing (as root), and websockets and pillow from PyPI into
+# a venv ($H2HTALK_BROWSER_VENV, default ~/.cache/h2htalk/browser-venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}"
+OUT="${1:-$(mktemp -d -t h2htalk-browser-XXXXXX)}"
+mkdir -p "$OUT"
+rm -rf "$OUT/runs.db" "$OUT/runs.db-wal" "$OUT/runs.db-shm" "$OUT/report" "$OUT/shots"
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing chromium (Debian) ..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null
+  else
+    echo "chromium is missing: install Debian's chromium package (apt-get install chromium)" >&2
+    exit 1
+  fi
+fi
+# A CJK font, so that Chinese renders as glyphs in the screenshots.
+if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=zh 2>/dev/null)" ] && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null
+fi
+VENV="${H2HTALK_BROWSER_VENV:-$HOME/.cache/h2htalk/browser-venv}"
+if ! "$VENV/bin/python" -c "import websockets, PIL" >/dev/null 2>&1; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q "websockets>=13,<16" "pillow>=10,<12"
+fi
+
+cargo build -q --locked -p h2htalk -p h2htalk-testserver --bins
+cargo build -q --locked -p h2htalk-report --example synthetic_store
+BIN="$CARGO_TARGET_DIR/debug"
+
+# Two runs against the test server: SAP on and off, 2% of answers refused (recorded as failed).
+"$BIN/h2htalk-testserver" 0 '{"seed": 11, "faults": {"content_filter": 0.02}}' >"$OUT/server.out" &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$OUT/server.out" ] && break; sleep 0.1; done
+URL="$(head -n1 "$OUT/server.out")"
+for sap in on off; do
+  "$BIN/h2htalk" run --model openai:test --base-url "$URL" --suite suites --safety --sap "$sap" \
+    --db "$OUT/runs.db" --json >"$OUT/run-$sap.json"
+done
+kill "$SERVER" 2>/dev/null || true
+
+"$BIN/examples/synthetic_store" "$OUT/runs.db" --runs 16 --suite suites
+"$BIN/h2htalk" report --db "$OUT/runs.db" --out "$OUT/report"
+"$VENV/bin/python" scripts/browser_test.py "$OUT/report/report.html" --min-items 10000 --shots "$OUT/shots"

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Opens an h2htalk report.html in headless Chromium (fresh profile, no network) through the Chrome
+DevTools Protocol and checks it: no console errors or exceptions, no request leaves the file, the
+charts and the transcript viewer render (elements present, a non-blank screenshot), and filtering
+and paging work, driven through the real DOM and checked against the data embedded in the file.
+
+usage: browser_test.py REPORT_HTML [--min-items N] [--shots DIR] [--chromium PATH]
+Needs the PyPI packages websockets and pillow (scripts/browser-test.sh installs them in a venv).
+"""
+
+import argparse
+import base64
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from websockets.sync.client import connect
+from PIL import Image
+
+FAILURES = []
+PASSED = []
+
+
+def check(name, ok, detail=""):
+    (PASSED if ok else FAILURES).append(name)
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok or not detail else f": {detail}"), flush=True)
+    return ok
+
+
+def embedded_json(html, element_id):
+    m = re.search(r'<script type="application/json" id="' + element_id + r'">(.*?)</script>', html, re.S)
+    if not m:
+        raise SystemExit(f"no <script id={element_id}> in the report")
+    return json.loads(m.group(1))
+
+
+class Cdp:
+    def __init__(self, ws_url):
+        self.ws = connect(ws_url, max_size=None, open_timeout=30)
+        self.next_id = 0
+        self.events = []
+
+    def call(self, method, params=None, timeout=120):
+        self.next_id += 1
+        mid = self.next_id
+        self.ws.send(json.dumps({"id": mid, "method": method, "params": params or {}}))
+        deadline = time.time() + timeout
+        while True:
+            msg = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.time())))
+            if msg.get("id") == mid:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            if "method" in msg:
+                self.events.append(msg)
+
+    def pump(self, seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                msg = json.loads(self.ws.recv(timeout=max(0.05, end - time.time())))
+            except TimeoutError:
+                return
+            if "method" in msg:
+                self.events.append(msg)
+
+    def eval(self, expression):
+        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"evaluating {expression[:80]!r}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+
+def screenshot_ok(png_path, name):
+    img = Image.open(png_path).convert("RGB")
+    w, h = img.size
+    small = img.resize((max(1, w // 4), max(1, h // 4)))
+    pixels = list(small.getdata())
+    colors = len(set(pixels))
+    background = max(set(pixels), key=pixels.count)
+    share = sum(1 for p in pixels if p != background) / len(pixels)
+    return check(f"{name} screenshot is not blank", colors >= 20 and share >= 0.03,
+                 f"{colors} colours, {share:.1%} of pixels off the background")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("report")
+    ap.add_argument("--min-items", type=int, default=10000)
+    ap.add_argument("--shots", default=None)
+    ap.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser") or "chromium")
+    args = ap.parse_args()
+
+    report = pathlib.Path(args.report).resolve()
+    html = report.read_text(encoding="utf-8")
+    lb = json.loads((report.parent / "leaderboard.json").read_text(encoding="utf-8"))
+    tr = embedded_json(html, "transcripts-data")
+    check("embedded leaderboard equals leaderboard.json", embedded_json(html, "leaderboard-data") == lb)
+    items = tr["items"]
+    F = {f: i for i, f in enumerate(tr["fields"])}
+    check(f"report holds at least {args.min_items} items", len(items) >= args.min_items, f"{len(items)} items")
+    check("no http(s) reference in the HTML", re.search(r'(src|href)\s*=\s*["\']?\s*(https?:)?//', html) is None
+          and "@import" not in html and "url(http" not in html)
+
+    shots = pathlib.Path(args.shots or tempfile.mkdtemp(prefix="h2htalk-shots-"))
+    shots.mkdir(parents=True, exist_ok=True)
+    profile = tempfile.mkdtemp(prefix="h2htalk-chromium-")
+    cmd = [
+        args.chromium, "--headless=new", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+        "--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-default-apps", "--metrics-recording-only", "--mute-audio",
+        "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank",
+    ]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--no-sandbox")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(shots / "chromium.log", "w"))
+    try:
+        port_file = pathlib.Path(profile) / "DevToolsActivePort"
+        deadline = time.time() + 60
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if proc.poll() is not None or time.time() > deadline:
+                log = (shots / "chromium.log").read_text(errors="replace").splitlines()
+                key = [line for line in log if "FATAL" in line or "No space" in line] or log[-5:]
+                raise SystemExit(f"chromium did not start (see {shots / 'chromium.log'}):\n" + "\n".join(key))
+            time.sleep(0.2)
+        port = port_file.read_text().split()[0]
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
+        page = next(t for t in targets if t["type"] == "page")
+        cdp = Cdp(page["webSocketDebuggerUrl"])
+        for domain in ["Page", "Runtime", "Log", "Network"]:
+            cdp.call(f"{domain}.enable")
+        cdp.call("Network.emulateNetworkConditions",
+                 {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        cdp.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+        t0 = time.time()
+        cdp.call("Page.navigate", {"url": report.as_uri()})
+        ready = None
+        while time.time() - t0 < 120:
+            ready = cdp.eval("document.readyState === 'complete' && document.body && document.body.dataset.ready === '1'")
+            if ready:
+                break
+            cdp.pump(0.25)
+        if not check("page loads and the viewer starts", bool(ready), "document.body.dataset.ready never became 1"):
+            raise SystemExit(1)
+        print(f"     loaded in {time.time() - t0:.1f} s", flush=True)
+
+        runs = len(lb["runs"])
+        groups_per_chart = cdp.eval("[...document.querySelectorAll('#families .chart')].map(c => c.querySelectorAll('g.run-bar').length)")
+        check("family bar charts render with a bar per run", bool(groups_per_chart) and max(groups_per_chart) == runs,
+              f"bars per chart {groups_per_chart}, runs {runs}")
+        whiskers = cdp.eval("document.querySelectorAll('#families line.whisker').length")
+        check("every bar has its CI whisker", whiskers == 3 * sum(groups_per_chart), f"{whiskers} whisker lines")
+        bar_width = cdp.eval("Math.max(...[...document.querySelectorAll('#families rect.bar')].map(r => r.getBoundingClientRect().width))")
+        check("bars have a visible width", bar_width > 10, f"widest bar {bar_width}px")
+        heat_rows = cdp.eval("document.querySelectorAll('#heatmap tbody tr').length")
+        heat_cells = cdp.eval("document.querySelectorAll('#heatmap td.cell').length")
+        check("heat map has a cell per group and run", heat_rows >= len(lb["tasks"]) and heat_cells == heat_rows * runs,
+              f"{heat_rows} rows, {heat_cells} cells")
+        dom_means = cdp.eval("[...document.querySelectorAll('#heatmap td.cell[data-mean]')].map(c => [c.dataset.run, c.dataset.group, Number(c.dataset.mean)])")
+        metric = lb["rank_metric"]
+        want = {(r["id"], g["group"]): g["metrics"][metric]["mean"] for r in lb["runs"] for g in r["groups"] if metric in g["metrics"]}
+        check("heat map figures equal the leaderboard", len(dom_means) == len(want)
+              and all(want.get((r, g)) == v for r, g, v in dom_means), f"{len(dom_means)} cells, {len(want)} values")
+        radars = cdp.eval("document.querySelectorAll('#radars svg polygon.area').length")
+        check("a radar per run", radars == runs, f"{radars} radars for {runs} runs")
+        prov = cdp.eval("document.querySelectorAll('#runs details.provenance pre').length")
+        check("provenance of every run", prov == runs, f"{prov}")
+        sap_rows = cdp.eval("document.querySelectorAll('#sap table.sap tbody tr').length")
+        check("SAP on/off comparison rows", sap_rows == sum(len(s["comparisons"]) for s in lb["sap"]) and sap_rows > 0, f"{sap_rows}")
+
+        cdp.call("Page.bringToFront")
+        shot = cdp.call("Page.captureScreenshot", {"format": "png"})
+        (shots / "top.png").write_bytes(base64.b64decode(shot["data"]))
+        screenshot_ok(shots / "top.png", "top of the report")
+
+        for section in ["families", "heatmap", "radars", "sap"]:
+            cdp.eval(f"document.getElementById('{section}').scrollIntoView()")
+            cdp.pump(0.2)
+            shot = cdp.call("Page.captureScreenshot", {"format": "png"})
+            (shots / f"{section}.png").write_bytes(base64.b64decode(shot["data"]))
+            screenshot_ok(shots / f"{section}.png", section)
+
+        # The viewer, through the real DOM.
+        page_size = 25
+        shown = cdp.eval("document.querySelectorAll('#v-list article.item').length")
+        check("viewer shows the first page", shown == min(page_size, len(items)), f"{shown} items shown")
+        check("viewer counts every item", cdp.eval("document.body.dataset.matches") == str(len(items)))
+
+        def select(element_id, value):
+            cdp.eval(f"(() => {{ const e = document.getElementById({json.dumps(element_id)}); e.value = {json.dumps(value)};"
+                     f" e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input', {{bubbles: true}})); }})()")
+
+        def shown_items():
+            return cdp.eval("[...document.querySelectorAll('#v-list article.item')].map(a => ({i: Number(a.dataset.index),"
+                            " run: Number(a.dataset.run), task: a.dataset.task, score: a.dataset.score === undefined ? null : Number(a.dataset.score),"
+                            " answer: a.querySelector('.texts div').textContent}))")
+
+        task = "dialogue_emotion" if "dialogue_emotion" in tr["tasks"] else tr["tasks"][0]
+        ti = tr["tasks"].index(task)
+        select("f-run", "0")
+        select("f-task", str(ti))
+        expect = [i for i, it in enumerate(items) if it[F["run"]] == 0 and it[F["task"]] == ti]
+        got = shown_items()
+        check("filter by run and sub-task", cdp.eval("document.body.dataset.matches") == str(len(expect))
+              and [g["i"] for g in got] == expect[:page_size] and all(g["run"] == 0 and g["task"] == task for g in got),
+              f"{cdp.eval('document.body.dataset.matches')} matches, expected {len(expect)}")
+        cjk = [g for g in got if re.search(r"[\u4e00-\u9fff]", g["answer"])]
+        check("Chinese answers are shown as text", len(cjk) > 0)
+        widths = cdp.eval("[...document.querySelectorAll('#v-list article.item .texts div')].slice(0, 4).map(d => d.getBoundingClientRect().width * d.getBoundingClientRect().height)")
+        check("answer and reference boxes have a size", all(w > 100 for w in widths), f"{widths}")
+
+        metric_name = "rougeL" if "rougeL" in tr["metrics"] else tr["metrics"][0]
+        mi = tr["metrics"].index(metric_name)
+        select("f-run", "")
+        select("f-task", "")
+        select("f-metric", metric_name)
+        select("f-min", "0.2")
+        select("f-max", "0.6")
+        expect = [i for i, it in enumerate(items) if it[F["scores"]][mi] is not None and 0.2 <= it[F["scores"]][mi] <= 0.6]
+        got = shown_items()
+        check(f"filter by {metric_name} range 0.2..0.6", cdp.eval("document.body.dataset.matches") == str(len(expect))
+              and [g["i"] for g in got] == expect[:page_size] and all(0.2 <= g["score"] <= 0.6 for g in got),
+              f"{cdp.eval('document.body.dataset.matches')} matches, expected {len(expect)}")
+
+        cdp.eval("document.getElementById('p-next').click()")
+        got = shown_items()
+        check("next page", cdp.eval("document.body.dataset.page") == "2" and [g["i"] for g in got] == expect[page_size:2 * page_size])
+        cdp.eval("document.getElementById('p-last').click()")
+        got = shown_items()
+        pages = -(-len(expect) // page_size)
+        check("last page", cdp.eval("document.body.dataset.page") == str(pages)
+              and [g["i"] for g in got] == expect[(pages - 1) * page_size:])
+        select("f-min", "")
+        select("f-max", "")
+        cdp.eval("(() => { const e = document.getElementById('p-page'); e.value = '400'; e.dispatchEvent(new Event('change')); })()")
+        got = shown_items()
+        check("jump to page 400 of all items", cdp.eval("document.body.dataset.page") == "400"
+              and [g["i"] for g in got] == list(range(399 * page_size, 400 * page_size)))
+        t1 = time.time()
+        for _ in range(20):
+            cdp.eval("document.getElementById('p-next').click()")
+        check("paging forward 20 pages", cdp.eval("document.body.dataset.page") == "420")
+        print(f"     20 pages in {time.time() - t1:.2f} s", flush=True)
+        cdp.eval("document.querySelector('#v-list article.item details.prompt').open = true")
+        cdp.pump(0.3)
+        msgs = cdp.eval("document.querySelectorAll('#v-list article.item details.prompt .msg').length")
+        check("a prompt opens with its messages", msgs >= 1, f"{msgs} messages")
+
+        cdp.eval("document.getElementById('viewer').scrollIntoView()")
+        cdp.pump(0.3)
+        shot = cdp.call("Page.captureScreenshot", {"format": "png"})
+        (shots / "viewer.png").write_bytes(base64.b64decode(shot["data"]))
+        screenshot_ok(shots / "viewer.png", "transcript viewer")
+
+        cdp.pump(0.5)
+        errors = []
+        requests = []
+        for e in cdp.events:
+            m, p = e["method"], e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                errors.append(p["exceptionDetails"].get("text", "") + " " + json.dumps(p["exceptionDetails"].get("exception", {}).get("description", "")))
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert", "warning"):
+                errors.append(f"console.{p['type']}: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+            elif m == "Log.entryAdded" and p["entry"]["level"] in ("error", "warning"):
+                errors.append(f"log {p['entry']['level']}: {p['entry']['text']} {p['entry'].get('url', '')}")
+            elif m == "Network.requestWillBeSent":
+                url = p["request"]["url"]
+                if not url.startswith(("file:", "data:", "about:", "blob:")):
+                    requests.append(url)
+        check("no console errors, warnings or exceptions", not errors, "; ".join(errors[:5]))
+        check("no network request", not requests, ", ".join(requests[:5]))
+        try:
+            cdp.call("Browser.close", timeout=10)
+        except Exception:
+            pass
+    finally:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+    print(f"screenshots in {shots}")
+    print(f"browser test: {len(PASSED)} passed, {len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
