@@ -32,6 +32,9 @@ pub struct AssessArgs {
     /// Environment variable with the judge's API key (default: --api-key-env).
     #[arg(long, value_name = "VAR")]
     judge_api_key_env: Option<String>,
+    /// Most tokens per judge or simulated-user answer (default 512).
+    #[arg(long, value_name = "N")]
+    judge_max_tokens: Option<u32>,
     /// Seed of the judge and of the user simulator.
     #[arg(long, default_value_t = 0)]
     judge_seed: u64,
@@ -101,7 +104,10 @@ impl AssessArgs {
         endpoint: &Endpoint<'_>,
     ) -> anyhow::Result<Assessment> {
         let checks = check_run(store, run_id, suite).context("format checks")?;
-        let settings = JudgeSettings::pinned(self.judge_seed);
+        let mut settings = JudgeSettings::pinned(self.judge_seed);
+        if let Some(n) = self.judge_max_tokens {
+            settings.generation.max_tokens = n;
+        }
         let judge = match &self.judge {
             Some(spec) => Some(
                 open(spec, self.judge_base_url.as_deref(), self.judge_api_key_env.as_deref(), endpoint)
@@ -147,7 +153,11 @@ impl AssessArgs {
                     companion_settings: companion_settings.clone(),
                     simulator: sim.resolved.model.as_ref(),
                     simulator_scheduler: &sim.scheduler,
-                    simulator_settings: GenerationSettings { temperature: 0.7, ..GenerationSettings::default() },
+                    simulator_settings: GenerationSettings {
+                        temperature: 0.7,
+                        max_tokens: settings.generation.max_tokens,
+                        ..GenerationSettings::default()
+                    },
                     judge: handle,
                     max_parse_attempts: settings.max_parse_attempts,
                 };
