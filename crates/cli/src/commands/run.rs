@@ -150,8 +150,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             let profile: Profile =
                 p["scoring"]["profile"].as_str().unwrap_or("strict").parse().map_err(anyhow::Error::msg)?;
             // Runs made before the neural metrics were wired in record no metric set: lexical.
-            let metrics: RunMetrics =
-                serde_json::from_value(p["scoring"]["metrics"].clone()).unwrap_or(RunMetrics::Lexical);
+            let metrics: RunMetrics = from_provenance(id, p, "/scoring/metrics", RunMetrics::Lexical)?;
             if let Some(asked) = args.metrics.filter(|m| *m != metrics) {
                 bail!(
                     "run {id} is scored with --metrics {}, not {}; a run keeps its metric set",
@@ -162,13 +161,13 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             let models = if args.models.any() {
                 args.models.clone()
             } else {
-                serde_json::from_value(p["scoring"]["models"].clone()).unwrap_or_default()
+                from_provenance(id, p, "/scoring/models", MetricModelArgs::default())?
             };
             let neural = load_metric_models(metrics, &models, profile)?;
             let suite_dir = recorded_suite_dir(p).unwrap_or_else(|| args.suite.clone());
             let suite = load_suite(&suite_dir).context("the run's suite (for the format checks)")?;
-            let sap: SapMode = serde_json::from_value(p["sap"]["mode"].clone()).unwrap_or(SapMode::On);
-            let redact = p["redact"].as_bool().unwrap_or(false);
+            let sap: SapMode = from_provenance(id, p, "/sap/mode", SapMode::On)?;
+            let redact: bool = from_provenance(id, p, "/redact", false)?;
             if args.redact && !redact {
                 bail!("run {id} was made without --redact; a run keeps its setting (start a new run with --redact)");
             }
@@ -345,6 +344,21 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         println!("run {run_id}: {status} (db {})", args.db.display());
     }
     Ok(())
+}
+
+/// A setting recorded in a run's provenance at `pointer`; `default` for runs made before it was
+/// recorded. A recorded value that does not parse is an error, never replaced by the default.
+fn from_provenance<T: serde::de::DeserializeOwned>(
+    run_id: &str,
+    provenance: &Value,
+    pointer: &str,
+    default: T,
+) -> anyhow::Result<T> {
+    match provenance.pointer(pointer) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => serde_json::from_value(v.clone())
+            .with_context(|| format!("run {run_id}: provenance field `{pointer}` is not readable")),
+    }
 }
 
 /// The metric models load before anything is generated, so that a missing model stops the run at once.
