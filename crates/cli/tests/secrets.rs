@@ -16,12 +16,20 @@ use tempfile::TempDir;
 const KEY: &str = "sk-h2htalk-FAKE-0d9c4e7a1b2f3865-canary";
 const VAR: &str = "H2HTALK_TEST_API_KEY";
 
+/// The arguments of a lexical-only run of `openai:test` at `url` on the project's suite, its key in
+/// [`VAR`], followed by `extra`.
+fn keyed_run(url: &str, extra: &[&str]) -> Vec<String> {
+    let suite = suite();
+    let head = ["run", "--model", "openai:test", "--base-url", url, "--api-key-env", VAR, "--suite"];
+    head.iter().chain(&[suite.to_str().unwrap(), "--metrics", "lexical"]).chain(extra).map(|s| s.to_string()).collect()
+}
+
 /// Runs `h2htalk` in `home` (working directory, HOME and TMPDIR) with the key in [`VAR`].
-fn in_sandbox(home: &Path, args: &[&str], outputs: &mut Vec<(String, Vec<u8>)>) -> Output {
+fn in_sandbox<S: AsRef<str>>(home: &Path, args: &[S], outputs: &mut Vec<(String, Vec<u8>)>) -> Output {
     let tmpdir = home.join("tmp");
     std::fs::create_dir_all(&tmpdir).unwrap();
     let out = bin()
-        .args(args)
+        .args(args.iter().map(AsRef::as_ref))
         .current_dir(home)
         .env("HOME", home)
         .env("TMPDIR", &tmpdir)
@@ -30,7 +38,7 @@ fn in_sandbox(home: &Path, args: &[&str], outputs: &mut Vec<(String, Vec<u8>)>) 
         .env("RUST_BACKTRACE", "1")
         .output()
         .unwrap();
-    let name = args[..2.min(args.len())].join(" ");
+    let name = args.iter().take(2).map(AsRef::as_ref).collect::<Vec<&str>>().join(" ");
     outputs.push((format!("{name} stdout"), out.stdout.clone()));
     outputs.push((format!("{name} stderr"), out.stderr.clone()));
     out
@@ -67,54 +75,14 @@ fn the_key_is_used_but_never_written_anywhere() {
     let h = home.path();
     let url = server.base_url();
     let mut outputs = Vec::new();
-    let run = in_sandbox(
-        h,
-        &[
-            "run",
-            "--model",
-            "openai:test",
-            "--base-url",
-            &url,
-            "--api-key-env",
-            VAR,
-            "--suite",
-            suite().to_str().unwrap(),
-            "--limit",
-            "2",
-            "--safety",
-            "--metrics",
-            "lexical",
-            "--db",
-            "runs/h2htalk.db",
-        ],
-        &mut outputs,
-    );
+    let run = in_sandbox(h, &keyed_run(&url, &["--limit", "2", "--safety", "--db", "runs/h2htalk.db"]), &mut outputs);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     // The key was really sent: every request carried it.
     let requests = server.counters.requests.load(Ordering::Relaxed);
     assert!(requests >= 22 + 132 && server.counters.unauthorized.load(Ordering::Relaxed) == 0);
     let json = json_of(&in_sandbox(
         h,
-        &[
-            "run",
-            "--model",
-            "openai:test",
-            "--base-url",
-            &url,
-            "--api-key-env",
-            VAR,
-            "--suite",
-            suite().to_str().unwrap(),
-            "--limit",
-            "1",
-            "--tasks",
-            "dialogue_base",
-            "--metrics",
-            "lexical",
-            "--db",
-            "runs/h2htalk.db",
-            "--json",
-        ],
+        &keyed_run(&url, &["--limit", "1", "--tasks", "dialogue_base", "--db", "runs/h2htalk.db", "--json"]),
         &mut outputs,
     ));
     let run_id = json["run_id"].as_str().unwrap().to_string();
@@ -130,8 +98,7 @@ fn the_key_is_used_but_never_written_anywhere() {
     }
     // A run killed mid-way leaves its -wal and -shm files behind: they are searched too.
     let mut child = bin()
-        .args(["run", "--model", "openai:test", "--base-url", &url, "--api-key-env", VAR, "--suite"])
-        .args([suite().to_str().unwrap(), "--metrics", "lexical", "--db", "runs/h2htalk.db", "--quiet"])
+        .args(keyed_run(&url, &["--db", "runs/h2htalk.db", "--quiet"]))
         .current_dir(h)
         .env("HOME", h)
         .env("TMPDIR", h.join("tmp"))
@@ -163,27 +130,10 @@ fn refused_runs(h: &Path, echo: bool, outputs: &mut Vec<(String, Vec<u8>)>) -> u
     );
     let url = server.base_url();
     let db = format!("runs/401-{echo}.db");
-    let suite = suite();
     for json in [true, false] {
-        let mut args = vec![
-            "run",
-            "--model",
-            "openai:test",
-            "--base-url",
-            &url,
-            "--api-key-env",
-            VAR,
-            "--suite",
-            suite.to_str().unwrap(),
-            "--limit",
-            "1",
-            "--metrics",
-            "lexical",
-            "--db",
-            &db,
-        ];
+        let mut args = keyed_run(&url, &["--limit", "1", "--db", &db]);
         if json {
-            args.push("--json");
+            args.push("--json".into());
         }
         let out = in_sandbox(h, &args, outputs);
         assert!(server.counters.unauthorized.load(Ordering::Relaxed) > 0, "the server never refused the key");

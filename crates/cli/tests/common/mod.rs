@@ -1,16 +1,22 @@
 //! Shared support for the end-to-end tests of the `h2htalk` binary: running it, starting the
 //! in-suite server, generating larger suites, and reading a run back from its store.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use h2htalk_data::{Task, load_references};
 use h2htalk_runner::store::{GenerationRow, ItemRow, ScoreRow, Store};
 use h2htalk_testserver::{ServerConfig, TestServer};
 use serde_json::{Value, json};
+use tempfile::TempDir;
+
+#[path = "../../../../tests/support.rs"]
+mod support;
+pub use support::{golden, reference_dir as references, root};
 
 /// The project's suite.
 pub fn suite() -> PathBuf {
@@ -24,6 +30,38 @@ pub fn bin() -> Command {
 
 pub fn h2htalk(args: &[&str]) -> Output {
     bin().args(args).output().unwrap()
+}
+
+/// Predictions where item i of each sub-task is reference i+1; `blank` items are whitespace only.
+pub fn predictions(blank: &[(Task, usize)]) -> TempDir {
+    let refs = load_references(&references()).expect("official references (set H2HTALK_REFERENCES)");
+    let dir = TempDir::new().unwrap();
+    for task in Task::ALL {
+        let texts = refs.texts(task);
+        let body: String = (0..texts.len())
+            .map(|i| {
+                let text = if blank.contains(&(task, i + 1)) { " \n" } else { texts[(i + 1) % texts.len()].as_str() };
+                json!({ "response": text }).to_string() + "\n"
+            })
+            .collect();
+        fs::write(dir.path().join(format!("{}.jsonl", task.stem())), body).unwrap();
+    }
+    dir
+}
+
+/// The objects of a JSON Lines file, one per line.
+pub fn read_pairs(path: &Path) -> Vec<serde_json::Map<String, Value>> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap().as_object().unwrap().clone())
+        .collect()
+}
+
+/// The standard output of a command that must have succeeded.
+pub fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 pub fn runtime() -> tokio::runtime::Runtime {

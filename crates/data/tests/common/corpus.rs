@@ -647,3 +647,37 @@ pub fn cases(loader: Loader, suite_src: &Path) -> Vec<Case> {
 pub fn project_suite() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../suites")
 }
+
+/// Runs every case of `loader` through `load` (in a fresh directory each) and checks each outcome:
+/// a bad input is rejected with a message of at most 4,000 bytes that contains what the case
+/// wants; an odd but valid form loads. Panics listing every wrong case; otherwise prints and
+/// returns (rejected naming a line and field, rejected naming the file as a whole, valid forms
+/// accepted).
+pub fn check_loader(loader: Loader, what: &str, load: impl Fn(&Built) -> Result<(), String>) -> (usize, usize, usize) {
+    let suite_src = project_suite();
+    let all = cases(loader, &suite_src);
+    let (mut in_line, mut whole_file, mut accepted) = (0, 0, 0);
+    let mut wrong = Vec::new();
+    for case in &all {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let built = case.build(tmp.path(), &suite_src);
+        match load(&built) {
+            Ok(()) if case.must_load() => accepted += 1,
+            Ok(()) => wrong.push(format!("{}: accepted, should fail with {}", case.name, case.want)),
+            Err(msg) if case.must_load() => wrong.push(format!("{}: should load, failed with {msg}", case.name)),
+            Err(msg) if !msg.contains(&case.want) || msg.len() > 4_000 => {
+                let shown: String = msg.chars().take(600).collect();
+                wrong.push(format!("{}:\n  got  {shown} ({} bytes)\n  want {}", case.name, msg.len(), case.want));
+            }
+            Err(_) if case.want.contains(": field `") => in_line += 1,
+            Err(_) => whole_file += 1,
+        }
+    }
+    assert!(wrong.is_empty(), "{what}: {} of {} cases wrong:\n{}", wrong.len(), all.len(), wrong.join("\n"));
+    eprintln!(
+        "hostile corpus, {what}: {} cases: {in_line} rejected naming file:line:field, {whole_file} naming the file \
+         (faults of the whole file), {accepted} valid forms accepted",
+        all.len()
+    );
+    (in_line, whole_file, accepted)
+}
