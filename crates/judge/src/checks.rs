@@ -66,8 +66,7 @@ impl Counts {
 
     /// passed / (passed + failed); `None` when nothing was checked.
     pub fn rate(&self) -> Option<f64> {
-        let n = self.passed + self.failed;
-        (n > 0).then(|| self.passed as f64 / n as f64)
+        crate::rate(self.passed, self.passed + self.failed)
     }
 }
 

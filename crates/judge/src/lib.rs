@@ -30,6 +30,11 @@ pub use pairwise::{PairwiseReport, pairwise_run};
 pub use safety::{SafetyReport, safety_run};
 pub use simulator::{Profile, SimulationReport, SimulationSetup, load_profiles, simulate};
 
+/// `part / whole`, `None` when `whole` is 0 (a rate over nothing is not a number, never 0).
+pub fn rate(part: usize, whole: usize) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
 /// Errors of the judge crate. Judge and simulator answers that cannot be used are not errors: they
 /// are recorded and counted per item.
 #[derive(Debug, thiserror::Error)]

@@ -585,8 +585,7 @@ impl SafetyCounts {
             "judge_failed" => self.judge_failed += 1,
             _ => self.generation_failed += 1,
         }
-        let decided = self.pass + self.fail;
-        self.pass_rate = (decided > 0).then(|| self.pass as f64 / decided as f64);
+        self.pass_rate = crate::rate(self.pass, self.pass + self.fail);
     }
 }
 

@@ -25,7 +25,7 @@ use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use crate::ask::{AskFailure, JudgeHandle, ask_json, parse_strict};
-use crate::{JudgeError, Result, pick, tables};
+use crate::{JudgeError, Result, pick, rate, tables};
 
 /// How the simulated user attaches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -896,7 +896,6 @@ fn summarize(
     seed: u64,
     results: Vec<SimulationResult>,
 ) -> SimulationReport {
-    let rate = |k: usize, n: usize| (n > 0).then(|| k as f64 / n as f64);
     let mut failures = BTreeMap::new();
     let mut needs_not_judged = BTreeMap::new();
     for r in &results {

@@ -411,7 +411,9 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
     let scores: BTreeMap<String, ScoreRow> =
         store.scores(run_id)?.into_iter().map(|s| (s.scenario_id.clone(), s)).collect();
     let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, (GroupSummary, BTreeMap<String, f64>)> = BTreeMap::new();
+    // Per metric, the sum and the number of items that have it.
+    type Sums = BTreeMap<String, (f64, usize)>;
+    let mut groups: BTreeMap<String, (GroupSummary, Sums)> = BTreeMap::new();
     let empty = |name: &str| GroupSummary {
         group: name.into(),
         items: 0,
@@ -421,7 +423,7 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
         dropped: 0,
         means: BTreeMap::new(),
     };
-    let mut overall = (empty("overall"), BTreeMap::<String, f64>::new());
+    let mut overall = (empty("overall"), Sums::new());
     let mut failure_reasons = BTreeMap::new();
     let mut faults_seen = BTreeMap::new();
     let (mut input_tokens, mut output_tokens) = (0, 0);
@@ -442,9 +444,14 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
                     g.dropped += 1;
                 } else {
                     g.scored += 1;
-                    let metrics: BTreeMap<String, f64> = serde_json::from_str(&s.metrics).unwrap_or_default();
+                    let metrics: BTreeMap<String, f64> = serde_json::from_str(&s.metrics).map_err(|e| StoreError {
+                        path: store.path().to_string(),
+                        message: format!("run {run_id}, item {}: column `metrics`: {e}", s.scenario_id),
+                    })?;
                     for (k, v) in metrics {
-                        *sums.entry(k).or_default() += v;
+                        let (sum, n) = sums.entry(k).or_default();
+                        *sum += v;
+                        *n += 1;
                     }
                 }
             }
@@ -464,10 +471,8 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
             }
         }
     }
-    let finish = |(mut g, sums): (GroupSummary, BTreeMap<String, f64>)| {
-        if g.scored > 0 {
-            g.means = sums.into_iter().map(|(k, v)| (k, v / g.scored as f64)).collect();
-        }
+    let finish = |(mut g, sums): (GroupSummary, Sums)| {
+        g.means = sums.into_iter().map(|(k, (sum, n))| (k, sum / n as f64)).collect();
         g
     };
     let mut groups_out = Vec::new();
@@ -487,4 +492,67 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
         failure_reasons,
         faults_seen,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_with_scores(metrics: &[&str]) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+        let item = |i: usize| ItemRow {
+            scenario_id: format!("s{i}"),
+            task: "dialogue_base".into(),
+            lang: "zh".into(),
+            ord: i,
+            prompt: "[]".into(),
+            reference: "参考".into(),
+        };
+        let items: Vec<ItemRow> = (0..metrics.len()).map(item).collect();
+        store.create_run("r", &serde_json::json!({}), &items).unwrap();
+        let generated = |i: usize| GenerationRow {
+            scenario_id: format!("s{i}"),
+            status: "generated".into(),
+            text: Some("回答".into()),
+            finish_reason: Some("stop".into()),
+            input_tokens: 1,
+            output_tokens: 1,
+            latency_ms: 1.0,
+            attempts: 1,
+            error_kind: None,
+            error_message: None,
+            faults: "[]".into(),
+        };
+        store.put_generations("r", &(0..metrics.len()).map(generated).collect::<Vec<_>>(), false).unwrap();
+        let rows: Vec<ScoreRow> = metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| ScoreRow {
+                scenario_id: format!("s{i}"),
+                outcome: "scored".into(),
+                metrics: m.to_string(),
+                signature: String::new(),
+            })
+            .collect();
+        store.put_scores("r", &rows).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn each_mean_divides_by_the_items_that_have_the_metric() {
+        let (_dir, store) = store_with_scores(&[r#"{"a": 1.0, "b": 2.0}"#, r#"{"a": 3.0}"#]);
+        let summary = summarize(&store, "r").unwrap();
+        assert_eq!(summary.overall.scored, 2);
+        assert_eq!(summary.overall.means["a"], 2.0);
+        assert_eq!(summary.overall.means["b"], 2.0);
+        assert_eq!(summary.groups[0].means, summary.overall.means);
+    }
+
+    #[test]
+    fn a_stored_metrics_value_that_does_not_parse_is_an_error() {
+        let (_dir, store) = store_with_scores(&[r#"{"a": 1.0}"#, r#"{"a": "#]);
+        let err = summarize(&store, "r").unwrap_err().to_string();
+        assert!(err.contains("item s1: column `metrics`"), "{err}");
+    }
 }
