@@ -145,8 +145,8 @@ fn more_than_2000_items_under_20_percent_faults_end_generated_once_or_failed_wit
 
     // `runs show --json` reports the same counts.
     let show = json_of(&h2htalk(&["runs", "show", run_id, "--db", db.to_str().unwrap(), "--json"]));
-    assert_eq!(show["summary"]["overall"]["generated"], generated);
-    assert_eq!(show["summary"]["overall"]["failed"], failed);
+    assert_eq!(show["summary"]["all"]["generated"], generated);
+    assert_eq!(show["summary"]["all"]["failed"], failed);
     assert_eq!(integrity(&db), "ok");
     eprintln!(
         "faults: {items} items, {requests} requests, {injected} injected faults ({:.1}%) of {} classes; \

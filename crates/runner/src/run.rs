@@ -395,8 +395,12 @@ pub struct GroupSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
     pub run_id: String,
+    /// The sub-tasks in their canonical order, then the SAP safety set if the run has it.
     pub groups: Vec<GroupSummary>,
+    /// The eleven sub-tasks pooled (the paper's overall); the safety set stays apart, as in reports.
     pub overall: GroupSummary,
+    /// Counts over every item of the run, the safety set included (no means).
+    pub all: GroupSummary,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub failure_reasons: BTreeMap<String, usize>,
@@ -424,6 +428,7 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
         means: BTreeMap::new(),
     };
     let mut overall = (empty("overall"), Sums::new());
+    let mut all = (empty("all"), Sums::new());
     let mut failure_reasons = BTreeMap::new();
     let mut faults_seen = BTreeMap::new();
     let (mut input_tokens, mut output_tokens) = (0, 0);
@@ -432,7 +437,11 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
             order.push(item.task.clone());
         }
         let group = groups.entry(item.task.clone()).or_insert_with(|| (empty(&item.task), BTreeMap::new()));
-        for (g, sums) in [group, &mut overall] {
+        let mut targets = vec![group, &mut all];
+        if item.task != SAFETY_GROUP {
+            targets.push(&mut overall);
+        }
+        for (g, sums) in targets {
             g.items += 1;
             match gens.get(&item.scenario_id) {
                 Some(r) if r.status == "generated" => g.generated += 1,
@@ -487,6 +496,7 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
         run_id: run_id.to_string(),
         groups: groups_out,
         overall: finish(overall),
+        all: GroupSummary { means: BTreeMap::new(), ..all.0 },
         input_tokens,
         output_tokens,
         failure_reasons,
@@ -498,12 +508,14 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<RunSummary, StoreError> 
 mod tests {
     use super::*;
 
-    fn store_with_scores(metrics: &[&str]) -> (tempfile::TempDir, Store) {
+    /// A store with one run whose items `s0`, `s1`… are generated and scored with `metrics`; the
+    /// last `safety` of them belong to the safety set.
+    fn store_with_scores(metrics: &[&str], safety: usize) -> (tempfile::TempDir, Store) {
         let dir = tempfile::TempDir::new().unwrap();
         let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
         let item = |i: usize| ItemRow {
             scenario_id: format!("s{i}"),
-            task: "dialogue_base".into(),
+            task: if i + safety >= metrics.len() { SAFETY_GROUP.into() } else { "dialogue_base".into() },
             lang: "zh".into(),
             ord: i,
             prompt: "[]".into(),
@@ -541,7 +553,7 @@ mod tests {
 
     #[test]
     fn each_mean_divides_by_the_items_that_have_the_metric() {
-        let (_dir, store) = store_with_scores(&[r#"{"a": 1.0, "b": 2.0}"#, r#"{"a": 3.0}"#]);
+        let (_dir, store) = store_with_scores(&[r#"{"a": 1.0, "b": 2.0}"#, r#"{"a": 3.0}"#], 0);
         let summary = summarize(&store, "r").unwrap();
         assert_eq!(summary.overall.scored, 2);
         assert_eq!(summary.overall.means["a"], 2.0);
@@ -551,8 +563,20 @@ mod tests {
 
     #[test]
     fn a_stored_metrics_value_that_does_not_parse_is_an_error() {
-        let (_dir, store) = store_with_scores(&[r#"{"a": 1.0}"#, r#"{"a": "#]);
+        let (_dir, store) = store_with_scores(&[r#"{"a": 1.0}"#, r#"{"a": "#], 0);
         let err = summarize(&store, "r").unwrap_err().to_string();
         assert!(err.contains("item s1: column `metrics`"), "{err}");
+    }
+
+    #[test]
+    fn the_safety_set_counts_in_all_items_but_not_in_overall() {
+        let (_dir, store) = store_with_scores(&[r#"{"a": 1.0}"#, r#"{"a": 3.0}"#, r#"{"a": 100.0}"#], 1);
+        let summary = summarize(&store, "r").unwrap();
+        let groups: Vec<(&str, usize)> = summary.groups.iter().map(|g| (g.group.as_str(), g.items)).collect();
+        assert_eq!(groups, [("dialogue_base", 2), (SAFETY_GROUP, 1)]);
+        assert_eq!((summary.overall.items, summary.overall.scored), (2, 2));
+        assert_eq!(summary.overall.means["a"], 2.0);
+        assert_eq!((summary.all.items, summary.all.generated, summary.all.scored), (3, 3, 3));
+        assert!(summary.all.means.is_empty());
     }
 }

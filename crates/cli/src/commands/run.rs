@@ -282,7 +282,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let summary = run::summarize(&store, &run_id)?;
     let status = if pending > 0 {
         "incomplete"
-    } else if summary.overall.failed > 0 {
+    } else if summary.all.failed > 0 {
         "complete_with_failures"
     } else {
         "complete"
@@ -300,12 +300,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         let out = json!({
             "run_id": run_id,
             "status": status,
-            "items": summary.overall.items,
-            "generated": summary.overall.generated,
-            "failed": summary.overall.failed,
+            "items": summary.all.items,
+            "generated": summary.all.generated,
+            "failed": summary.all.failed,
             "pending": pending,
-            "scored": summary.overall.scored,
-            "dropped": summary.overall.dropped,
+            "scored": summary.all.scored,
+            "dropped": summary.all.dropped,
             "input_tokens": summary.input_tokens,
             "output_tokens": summary.output_tokens,
             "cost_usd": cost,
