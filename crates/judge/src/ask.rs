@@ -60,6 +60,17 @@ impl JudgeHandle<'_> {
     pub fn name(&self) -> String {
         self.model.spec().to_string()
     }
+
+    /// [`ask_json`] with the judge's model, scheduler, settings and parse attempts.
+    pub async fn ask<T>(
+        &self,
+        lang: Lang,
+        messages: Vec<ChatMessage>,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Asked<T> {
+        let s = self.settings;
+        ask_json(self.model, self.scheduler, &s.generation, s.max_parse_attempts, lang, messages, parse).await
+    }
 }
 
 /// Why a model's JSON answer could not be had.

@@ -13,7 +13,7 @@ use h2htalk_runner::store::{ItemRow, Store};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use crate::ask::{JudgeHandle, JudgeSettings, ask_json, parse_strict};
+use crate::ask::{JudgeHandle, JudgeSettings, parse_strict};
 use crate::{JudgeError, Result, pick, tables};
 
 /// One criterion of a rubric.
@@ -335,16 +335,7 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
         let lang = lang_of(&item.lang);
         let criteria = rubric(family);
         let messages = rubric_messages(lang, &instructions(item), &item.reference, &text, criteria);
-        let asked = ask_json(
-            judge.model,
-            judge.scheduler,
-            &judge.settings.generation,
-            judge.settings.max_parse_attempts,
-            lang,
-            messages,
-            |t| parse_rubric(t, criteria),
-        )
-        .await;
+        let asked = judge.ask(lang, messages, |t| parse_rubric(t, criteria)).await;
         (item, family, asked)
     }))
     .buffer_unordered(concurrency);

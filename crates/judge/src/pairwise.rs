@@ -13,7 +13,7 @@ use h2htalk_runner::store::{GenerationRow, ItemRow, Store};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use crate::ask::{Asked, JudgeHandle, JudgeSettings, ask_json, parse_strict};
+use crate::ask::{Asked, JudgeHandle, JudgeSettings, parse_strict};
 use crate::bt::{self, Comparison, Outcome, Ranking};
 use crate::judge::{family_of, instructions, lang_of, rubric};
 use crate::{JudgeError, Result, pick, tables};
@@ -181,17 +181,7 @@ pub async fn pairwise_run(
                     }
                 }
             }
-            let ask = |lang: Lang, messages: Vec<ChatMessage>| {
-                ask_json(
-                    judge.model,
-                    judge.scheduler,
-                    &judge.settings.generation,
-                    judge.settings.max_parse_attempts,
-                    lang,
-                    messages,
-                    parse_pair,
-                )
-            };
+            let ask = |lang: Lang, messages: Vec<ChatMessage>| judge.ask(lang, messages, parse_pair);
             let concurrency = (judge.model.max_concurrency() / 2).max(1);
             let mut stream = futures_util::stream::iter(work.iter().map(|(item, family, a, b)| {
                 let lang = lang_of(&item.lang);

@@ -14,7 +14,7 @@ use h2htalk_runner::store::Store;
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use crate::ask::{JudgeHandle, JudgeSettings, ask_json, parse_strict};
+use crate::ask::{JudgeHandle, JudgeSettings, parse_strict};
 use crate::judge::instructions;
 use crate::{JudgeError, Result, pick, tables};
 
@@ -688,16 +688,7 @@ pub async fn safety_run(
         let concurrency = j.model.max_concurrency().max(1);
         let mut stream = futures_util::stream::iter(work.into_iter().map(|(v, expected, open, messages)| async move {
             let lang = v.lang;
-            let asked = ask_json(
-                j.model,
-                j.scheduler,
-                &j.settings.generation,
-                j.settings.max_parse_attempts,
-                lang,
-                messages,
-                |t| parse_safety(t, expected, &open),
-            )
-            .await;
+            let asked = j.ask(lang, messages, |t| parse_safety(t, expected, &open)).await;
             (v, expected, asked)
         }))
         .buffer_unordered(concurrency);

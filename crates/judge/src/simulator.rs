@@ -799,16 +799,7 @@ async fn run_one(
                     ChatMessage::new("system", pick(lang, NEEDS_SYSTEM_ZH, NEEDS_SYSTEM_EN)),
                     ChatMessage::new("user", user),
                 ];
-                let asked = ask_json(
-                    j.model,
-                    j.scheduler,
-                    &j.settings.generation,
-                    j.settings.max_parse_attempts,
-                    lang,
-                    messages,
-                    parse_needs,
-                )
-                .await;
+                let asked = j.ask(lang, messages, parse_needs).await;
                 match asked.result {
                     Ok(a) => {
                         r.needs_outcome = "judged".into();
