@@ -5,8 +5,7 @@
 
 mod common;
 
-#[path = "../../data/tests/common/corpus.rs"]
-mod corpus;
+use h2htalk_testkit::corpus;
 
 use std::path::Path;
 use std::process::Output;

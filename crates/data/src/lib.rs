@@ -7,14 +7,19 @@
 //! - [`suite`]: our own scenario suite (inputs, references, tags, the SAP safety set, personas),
 //!   validated against suites/FORMAT.md.
 //! - [`jsonl`]: the JSON Lines reader underneath (LF/CRLF, BOM, final newline or not).
+//! - [`chat`]: the chat message type; [`redact`]: masking personal data in text.
 
+pub mod chat;
 pub mod error;
+pub mod input;
 pub mod jsonl;
 pub mod official;
+pub mod redact;
 pub mod suite;
 mod task;
 
+pub use chat::ChatMessage;
 pub use error::{DataError, Result};
 pub use official::{TaskDir, TaskFile, load_predictions, load_references};
-pub use suite::{Scenario, Suite, load_suite};
+pub use suite::{SapMode, Scenario, Suite, load_suite};
 pub use task::{Family, Task};

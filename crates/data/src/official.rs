@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::error::{DataError, Result};
-use crate::jsonl::{JsonLine, kind, read_objects};
+use crate::jsonl::{JsonLine, kind};
 use crate::task::Task;
 
 /// One file of a directory in the official layout.
@@ -123,8 +123,8 @@ fn load_dir(
 ) -> Result<TaskDir> {
     let mut files = BTreeMap::new();
     for (task, path) in task_paths(dir, expected)? {
-        let lines = read_objects(&path)?;
-        let bytes = std::fs::read(&path).map_err(|e| DataError::io(&path, e))?;
+        let bytes = crate::input::read_file(&path)?;
+        let lines = crate::jsonl::parse_objects(&path, &bytes)?;
         let texts = parse_file(task, &path, lines)?;
         files.insert(task, TaskFile { task, sha256: hex(&Sha256::digest(&bytes)), path, texts });
     }

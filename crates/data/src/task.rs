@@ -4,7 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The three families the sub-tasks fall into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Family {
     Dialogue,
     Recollection,
@@ -21,6 +22,10 @@ impl Family {
             Family::Itinerary => "itinerary",
         }
     }
+
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == name)
+    }
 }
 
 impl fmt::Display for Family {
@@ -30,7 +35,8 @@ impl fmt::Display for Family {
 }
 
 /// One H2HTalk sub-task. The order of [`Task::ALL`] is the order of every report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Task {
     DialogueBase,
     DialogueEmotion,

@@ -2,8 +2,7 @@
 //! is rejected with an error naming its file, line and field (or the file, for faults of a whole
 //! file), the message stays short whatever the input's size, and the odd-but-valid forms load.
 
-#[path = "common/corpus.rs"]
-mod corpus;
+use h2htalk_testkit::corpus;
 
 use corpus::{Loader, check_loader};
 use h2htalk_data::{load_predictions, load_references, load_suite};

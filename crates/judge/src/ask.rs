@@ -4,10 +4,12 @@
 
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, FaultKind, GenerationSettings, Scheduler};
+use h2htalk_store::{JudgeOutcome, PairOutcome, Verdict};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::{JudgeError, pick};
+use crate::JudgeError;
+use crate::texts::JudgeTexts;
 
 /// How the judge is called; recorded with every judgment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,6 +55,8 @@ pub struct JudgeHandle<'a> {
     pub model: &'a dyn ChatModel,
     pub scheduler: &'a Scheduler,
     pub settings: &'a JudgeSettings,
+    /// The judge's prompts and the safety rules, from the suite.
+    pub texts: &'a JudgeTexts,
 }
 
 impl JudgeHandle<'_> {
@@ -69,7 +73,8 @@ impl JudgeHandle<'_> {
         parse: impl Fn(&str) -> Result<T, String>,
     ) -> Asked<T> {
         let s = self.settings;
-        ask_json(self.model, self.scheduler, &s.generation, s.max_parse_attempts, lang, messages, parse).await
+        let retry = &self.texts.lang(lang).retry;
+        ask_json(self.model, self.scheduler, &s.generation, s.max_parse_attempts, retry, messages, parse).await
     }
 }
 
@@ -85,10 +90,31 @@ pub enum AskFailure {
 
 impl AskFailure {
     /// The outcome recorded for a judge call: `judge_parse_failed` or `judge_failed`.
-    pub fn judge_outcome(&self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             AskFailure::ParseFailed { .. } => "judge_parse_failed",
             AskFailure::Infra { .. } => "judge_failed",
+        }
+    }
+
+    pub fn judge_outcome(&self) -> JudgeOutcome {
+        match self {
+            AskFailure::ParseFailed { .. } => JudgeOutcome::JudgeParseFailed,
+            AskFailure::Infra { .. } => JudgeOutcome::JudgeFailed,
+        }
+    }
+
+    pub fn pair_outcome(&self) -> PairOutcome {
+        match self {
+            AskFailure::ParseFailed { .. } => PairOutcome::JudgeParseFailed,
+            AskFailure::Infra { .. } => PairOutcome::JudgeFailed,
+        }
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            AskFailure::ParseFailed { .. } => Verdict::JudgeParseFailed,
+            AskFailure::Infra { .. } => Verdict::JudgeFailed,
         }
     }
 
@@ -108,8 +134,11 @@ pub struct Asked<T> {
     pub attempts: u32,
     /// The last answer received, if any.
     pub raw: Option<String>,
+    /// Tokens the server reported (answers without usage count 0 here and in `unknown_usage`).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Answers whose server reported no usage.
+    pub unknown_usage: u32,
 }
 
 /// `text` without surrounding whitespace and without a Markdown code fence (```json … ```).
@@ -140,17 +169,15 @@ pub fn parse_strict<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     Ok(value)
 }
 
-const RETRY_ZH: &str = "你上一条回答无法使用：{error}。请重新回答，只输出要求格式的 JSON 对象，不要有任何其他文字。";
-const RETRY_EN: &str = "Your last answer could not be used: {error}. Answer again with only the JSON object in the format asked, nothing else.";
-
 /// Asks `model` with `messages` until `parse` accepts an answer, at most `max_attempts` answers.
-/// After an unusable answer the conversation continues with that answer and what is wrong with it.
+/// After an unusable answer the conversation continues with that answer and `retry` (its
+/// `{error}` replaced by what is wrong with it).
 pub async fn ask_json<T>(
     model: &dyn ChatModel,
     scheduler: &Scheduler,
     settings: &GenerationSettings,
     max_attempts: u32,
-    lang: Lang,
+    retry: &str,
     mut messages: Vec<ChatMessage>,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Asked<T> {
@@ -160,6 +187,7 @@ pub async fn ask_json<T>(
         raw: None,
         input_tokens: 0,
         output_tokens: 0,
+        unknown_usage: 0,
     };
     while asked.attempts < max_attempts.max(1) {
         let request = ChatRequest { messages: messages.clone(), settings: settings.clone() };
@@ -172,8 +200,9 @@ pub async fn ask_json<T>(
             }
         };
         asked.attempts += 1;
-        asked.input_tokens += response.input_tokens;
-        asked.output_tokens += response.output_tokens;
+        asked.input_tokens += response.input_tokens.unwrap_or(0);
+        asked.output_tokens += response.output_tokens.unwrap_or(0);
+        asked.unknown_usage += u32::from(response.input_tokens.is_none() || response.output_tokens.is_none());
         asked.raw = Some(response.text.clone());
         match parse(&response.text) {
             Ok(v) => {
@@ -182,16 +211,13 @@ pub async fn ask_json<T>(
             }
             Err(error) => {
                 messages.push(ChatMessage::new("assistant", response.text.clone()));
-                messages.push(ChatMessage::new("user", pick(lang, RETRY_ZH, RETRY_EN).replace("{error}", &error)));
+                messages.push(ChatMessage::new("user", retry.replace("{error}", &error)));
                 asked.result = Err(AskFailure::ParseFailed { error, raw: response.text });
             }
         }
     }
     asked
 }
-
-/// The text of every fixed prompt of this module, for the prompt hash.
-pub(crate) const PROMPT_TEXTS: [&str; 2] = [RETRY_ZH, RETRY_EN];
 
 #[cfg(test)]
 mod tests {

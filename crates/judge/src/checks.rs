@@ -5,11 +5,10 @@
 use std::collections::BTreeMap;
 
 use h2htalk_data::{Scenario, Suite};
-use h2htalk_runner::store::Store;
-use rusqlite::params;
+use h2htalk_store::{FormatCheck, GenerationStatus, Store};
 use serde::Serialize;
 
-use crate::{JudgeError, Result, tables};
+use crate::{JudgeError, Result};
 
 /// One check on one answer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -100,12 +99,11 @@ pub fn check_run(store: &mut Store, run_id: &str, suite: &Suite) -> Result<Check
     if store.run(run_id)?.is_none() {
         return Err(JudgeError::UnknownRun(run_id.into()));
     }
-    let items = store.items(run_id)?;
-    let generations: BTreeMap<String, _> =
-        store.generations(run_id)?.into_iter().map(|g| (g.scenario_id.clone(), g)).collect();
+    let records = store.records(run_id)?;
     let mut report =
         CheckReport { run_id: run_id.into(), per_task: BTreeMap::new(), overall: TaskChecks::default(), items: vec![] };
-    for item in &items {
+    for record in &records {
+        let item = &record.item;
         let scenario = suite.get(&item.scenario_id).ok_or_else(|| JudgeError::UnknownScenario {
             run: run_id.into(),
             scenario: item.scenario_id.clone(),
@@ -114,8 +112,8 @@ pub fn check_run(store: &mut Store, run_id: &str, suite: &Suite) -> Result<Check
         let group = report.per_task.entry(item.task.clone()).or_default();
         group.items += 1;
         report.overall.items += 1;
-        let text = match generations.get(&item.scenario_id) {
-            Some(g) if g.status == "generated" => g.text.clone().unwrap_or_default(),
+        let text = match &record.generation {
+            Some(g) if g.status == GenerationStatus::Generated => g.text.clone().unwrap_or_default(),
             _ => {
                 group.generation_failed += 1;
                 report.overall.generation_failed += 1;
@@ -134,20 +132,19 @@ pub fn check_run(store: &mut Store, run_id: &str, suite: &Suite) -> Result<Check
     for g in report.per_task.values_mut().chain([&mut report.overall]) {
         g.pass_rate = g.all_checks.rate();
     }
-    let conn = store.connection();
-    tables::ensure(conn)?;
-    let tx = conn.transaction()?;
-    tx.execute("DELETE FROM format_checks WHERE run_id = ?1", [run_id])?;
-    {
-        let mut stmt = tx.prepare(
-            "INSERT INTO format_checks (run_id, scenario_id, task, name, passed, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for it in &report.items {
-            for r in &it.results {
-                stmt.execute(params![run_id, it.scenario_id, it.task, r.name, r.passed, r.message])?;
-            }
-        }
-    }
-    tx.commit()?;
+    let rows: Vec<FormatCheck> = report
+        .items
+        .iter()
+        .flat_map(|it| {
+            it.results.iter().map(|r| FormatCheck {
+                scenario_id: it.scenario_id.clone(),
+                task: it.task.clone(),
+                name: r.name.clone(),
+                passed: r.passed,
+                message: r.message.clone(),
+            })
+        })
+        .collect();
+    store.replace_format_checks(run_id, &rows)?;
     Ok(report)
 }

@@ -9,7 +9,7 @@
 //! - [`simulator`]: multi-session conversations with a simulated user whose memories the model under
 //!   test writes itself ([`simulate`]).
 //!
-//! Everything is kept in the run store's SQLite file, in this crate's own tables ([`tables`]). A judge
+//! Everything is kept in the run store ([`h2htalk_store`]), through its typed rows. A judge
 //! or simulator failure is recorded with its reason and counted; it never becomes a score.
 
 pub mod ask;
@@ -19,7 +19,7 @@ pub mod judge;
 pub mod pairwise;
 pub mod safety;
 pub mod simulator;
-pub mod tables;
+pub mod texts;
 
 use std::path::PathBuf;
 
@@ -28,7 +28,8 @@ pub use checks::{CheckReport, CheckResult, ItemChecks, check_answer, check_run};
 pub use judge::{JudgeReport, judge_run};
 pub use pairwise::{PairwiseReport, pairwise_run};
 pub use safety::{SafetyReport, safety_run};
-pub use simulator::{Profile, SimulationReport, SimulationSetup, load_profiles, simulate};
+pub use simulator::{SimulationReport, SimulationSetup, UserProfile, load_profiles, simulate};
+pub use texts::JudgeTexts;
 
 /// `part / whole`, `None` when `whole` is 0 (a rate over nothing is not a number, never 0).
 pub fn rate(part: usize, whole: usize) -> Option<f64> {
@@ -40,11 +41,11 @@ pub fn rate(part: usize, whole: usize) -> Option<f64> {
 #[derive(Debug, thiserror::Error)]
 pub enum JudgeError {
     #[error(transparent)]
-    Store(#[from] h2htalk_runner::store::StoreError),
-    #[error("judge tables in the run store: {0}")]
-    Db(#[from] rusqlite::Error),
+    Store(#[from] h2htalk_store::StoreError),
     #[error(transparent)]
-    Prompt(#[from] h2htalk_runner::PromptError),
+    Prompt(#[from] h2htalk_prompt::PromptError),
+    #[error(transparent)]
+    Data(#[from] h2htalk_data::DataError),
     #[error("run `{0}` is not in the store; `h2htalk runs list` shows the runs it holds")]
     UnknownRun(String),
     #[error(
@@ -60,11 +61,3 @@ pub enum JudgeError {
 }
 
 pub type Result<T, E = JudgeError> = std::result::Result<T, E>;
-
-/// The language-specific text of a prompt.
-pub(crate) fn pick(lang: h2htalk_data::suite::Lang, zh: &'static str, en: &'static str) -> &'static str {
-    match lang {
-        h2htalk_data::suite::Lang::Zh => zh,
-        h2htalk_data::suite::Lang::En => en,
-    }
-}

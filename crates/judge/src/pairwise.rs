@@ -9,14 +9,14 @@ use futures_util::StreamExt;
 use h2htalk_data::Family;
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::ChatMessage;
-use h2htalk_runner::store::{GenerationRow, ItemRow, Store};
-use rusqlite::params;
+use h2htalk_store::{Item, PairJudgment, PairOutcome, Record, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::ask::{Asked, JudgeHandle, JudgeSettings, parse_strict};
 use crate::bt::{self, Comparison, Outcome, Ranking};
-use crate::judge::{family_of, instructions, lang_of, rubric};
-use crate::{JudgeError, Result, pick, tables};
+use crate::judge::{family_of, instructions};
+use crate::texts::LangTexts;
+use crate::{JudgeError, Result};
 
 /// Which answer the judge preferred, as shown to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,37 +43,28 @@ pub fn parse_pair(text: &str) -> std::result::Result<PairAnswer, String> {
     Ok(a)
 }
 
-const SYSTEM_ZH: &str = "你是一名严格而公正的评审，比较两个 AI 陪伴角色对同一任务的回答。不要因为回答的先后顺序或长短而偏向任何一个。只输出一个 JSON 对象。";
-const SYSTEM_EN: &str = "You are a strict, fair evaluator comparing two AI companions' answers to the same task. Do not favour an answer for its position or its length. Reply with one JSON object only.";
-const HEAD_ZH: &str = "## 角色收到的指令";
-const HEAD_EN: &str = "## The instructions the companion was given";
-const WEIGH_ZH: &str = "## 比较时看这些方面";
-const WEIGH_EN: &str = "## Weigh these aspects";
-const FORMAT_ZH: &str =
-    "哪个回答更好？只输出下面这个 JSON 对象（winner 是 \"A\"、\"B\" 或 \"tie\"，reason 用一两句话）：";
-const FORMAT_EN: &str = "Which answer is better? Reply with only this JSON object (winner is \"A\", \"B\" or \"tie\"; reason: one or two sentences):";
-
-pub fn prompt_hash() -> String {
-    let mut texts = vec![SYSTEM_ZH, SYSTEM_EN, HEAD_ZH, HEAD_EN, WEIGH_ZH, WEIGH_EN, FORMAT_ZH, FORMAT_EN];
-    texts.extend(crate::ask::PROMPT_TEXTS);
-    tables::hash_texts(&texts)
-}
-
 /// The messages asking which of two answers is better.
-pub fn pair_messages(lang: Lang, family: Family, instructions: &str, first: &str, second: &str) -> Vec<ChatMessage> {
-    let aspects: Vec<String> = rubric(family).iter().map(|c| format!("- {}", pick(lang, c.zh, c.en))).collect();
+pub fn pair_messages(
+    texts: &LangTexts,
+    family: Family,
+    instructions: &str,
+    first: &str,
+    second: &str,
+) -> Vec<ChatMessage> {
+    let t = &texts.pairwise;
+    let aspects: Vec<String> = texts.criteria(family).iter().map(|c| format!("- {}", c.text)).collect();
     let user = format!(
         "{}\n{instructions}\n\n## A\n<<<\n{first}\n>>>\n\n## B\n<<<\n{second}\n>>>\n\n{}\n{}\n\n{}\n{{\"winner\": \"A\", \"reason\": \"...\"}}",
-        pick(lang, HEAD_ZH, HEAD_EN),
-        pick(lang, WEIGH_ZH, WEIGH_EN),
+        t.head,
+        t.weigh,
         aspects.join("\n"),
-        pick(lang, FORMAT_ZH, FORMAT_EN),
+        t.format,
     );
-    vec![ChatMessage::new("system", pick(lang, SYSTEM_ZH, SYSTEM_EN)), ChatMessage::new("user", user)]
+    vec![ChatMessage::new("system", t.system.clone()), ChatMessage::new("user", user)]
 }
 
 /// The combined verdict of both orders, in terms of the runs.
-pub fn combine(ab: Winner, ba: Winner) -> &'static str {
+pub fn combine(ab: Winner, ba: Winner) -> PairOutcome {
     // In the B/A order, "A" is the second run's answer.
     let ba_in_run_terms = match ba {
         Winner::A => Winner::B,
@@ -81,10 +72,10 @@ pub fn combine(ab: Winner, ba: Winner) -> &'static str {
         Winner::Tie => Winner::Tie,
     };
     match (ab, ba_in_run_terms) {
-        (Winner::A, Winner::A) => "a",
-        (Winner::B, Winner::B) => "b",
-        (Winner::Tie, Winner::Tie) => "tie",
-        _ => "inconsistent",
+        (Winner::A, Winner::A) => PairOutcome::A,
+        (Winner::B, Winner::B) => PairOutcome::B,
+        (Winner::Tie, Winner::Tie) => PairOutcome::Tie,
+        _ => PairOutcome::Inconsistent,
     }
 }
 
@@ -122,8 +113,8 @@ pub struct PairwiseReport {
     pub output_tokens: u64,
 }
 
-fn answer(g: Option<&GenerationRow>) -> Option<&str> {
-    g.filter(|g| g.status == "generated").and_then(|g| g.text.as_deref()).filter(|t| !t.trim().is_empty())
+fn answer(r: &Record) -> Option<&str> {
+    r.answer().filter(|t| !t.trim().is_empty())
 }
 
 /// Compares every pair of `runs` item by item (both orders), stores each judgment (replacing this
@@ -148,46 +139,47 @@ pub async fn pairwise_run(
         }
     }
     let name = judge.name();
-    let mut data: Vec<(Vec<ItemRow>, BTreeMap<String, GenerationRow>)> = Vec::new();
+    let mut data: Vec<Vec<Record>> = Vec::new();
     for r in runs {
-        let gens = store.generations(r)?.into_iter().map(|g| (g.scenario_id.clone(), g)).collect();
-        data.push((store.items(r)?, gens));
+        data.push(store.records(r)?);
     }
-    tables::ensure(store.connection())?;
     let mut pairs = Vec::new();
     let mut comparisons = Vec::new();
     let (mut input_tokens, mut output_tokens) = (0, 0);
     for i in 0..runs.len() {
         for j in i + 1..runs.len() {
             let mut pair = PairReport { run_a: runs[i].clone(), run_b: runs[j].clone(), ..Default::default() };
-            let (items_a, gens_a) = &data[i];
-            let (items_b, gens_b) = &data[j];
-            let in_b: BTreeMap<&str, &ItemRow> = items_b.iter().map(|it| (it.scenario_id.as_str(), it)).collect();
-            let mut work = Vec::new();
-            for item in items_a.iter().filter(|it| in_b.contains_key(it.scenario_id.as_str())) {
+            let in_b: BTreeMap<&str, &Record> = data[j].iter().map(|r| (r.item.scenario_id.as_str(), r)).collect();
+            let mut work: Vec<(&Item, Family, String, String)> = Vec::new();
+            for (record, other) in data[i].iter().filter_map(|r| in_b.get(r.item.scenario_id.as_str()).map(|o| (r, *o))) {
+                let item = &record.item;
                 pair.items += 1;
                 let family = family_of(&item.task).ok_or_else(|| {
                     JudgeError::Settings(format!("run `{}`: item `{}` has an unknown task", runs[i], item.scenario_id))
                 })?;
-                match (answer(gens_a.get(&item.scenario_id)), answer(gens_b.get(&item.scenario_id))) {
+                match (answer(record), answer(other)) {
                     (Some(a), Some(b)) => work.push((item, family, a.to_string(), b.to_string())),
                     _ => {
                         pair.missing += 1;
-                        store.connection().execute(
-                            "INSERT OR REPLACE INTO pairwise_judgments (judge, run_a, run_b, scenario_id, outcome, error) \
-                             VALUES (?1, ?2, ?3, ?4, 'missing', 'an answer is missing, failed or empty')",
-                            params![name, runs[i], runs[j], item.scenario_id],
-                        )?;
+                        let row = PairJudgment {
+                            scenario_id: item.scenario_id.clone(),
+                            outcome: PairOutcome::Missing,
+                            order_ab: None,
+                            order_ba: None,
+                            error: Some("an answer is missing, failed or empty".into()),
+                        };
+                        store.put_pair_judgment(&name, &runs[i], &runs[j], &row)?;
                     }
                 }
             }
             let ask = |lang: Lang, messages: Vec<ChatMessage>| judge.ask(lang, messages, parse_pair);
             let concurrency = (judge.model.max_concurrency() / 2).max(1);
             let mut stream = futures_util::stream::iter(work.iter().map(|(item, family, a, b)| {
-                let lang = lang_of(&item.lang);
+                let lang = item.lang;
                 let context = instructions(item);
-                let ab = ask(lang, pair_messages(lang, *family, &context, a, b));
-                let ba = ask(lang, pair_messages(lang, *family, &context, b, a));
+                let texts = judge.texts.lang(lang);
+                let ab = ask(lang, pair_messages(texts, *family, &context, a, b));
+                let ba = ask(lang, pair_messages(texts, *family, &context, b, a));
                 async move {
                     let (ab, ba) = futures_util::future::join(ab, ba).await;
                     (*item, ab, ba)
@@ -200,34 +192,50 @@ pub async fn pairwise_run(
                 output_tokens += ab.output_tokens + ba.output_tokens;
                 let (outcome, error) = match (&ab.result, &ba.result) {
                     (Ok(x), Ok(y)) => (combine(x.winner, y.winner), None),
-                    (Err(f), _) | (_, Err(f)) => (f.judge_outcome(), Some(f.message())),
+                    (Err(f), _) | (_, Err(f)) => (f.pair_outcome(), Some(f.message())),
                 };
-                match outcome {
-                    "a" => pair.a_wins += 1,
-                    "b" => pair.b_wins += 1,
-                    "tie" => pair.ties += 1,
-                    "inconsistent" => pair.inconsistent += 1,
-                    "judge_parse_failed" => pair.judge_parse_failed += 1,
-                    _ => pair.judge_failed += 1,
-                }
                 let bt_outcome = match outcome {
-                    "a" => Some(Outcome::AWins),
-                    "b" => Some(Outcome::BWins),
-                    "tie" | "inconsistent" => Some(Outcome::Tie),
-                    _ => None,
+                    PairOutcome::A => {
+                        pair.a_wins += 1;
+                        Some(Outcome::AWins)
+                    }
+                    PairOutcome::B => {
+                        pair.b_wins += 1;
+                        Some(Outcome::BWins)
+                    }
+                    PairOutcome::Tie => {
+                        pair.ties += 1;
+                        Some(Outcome::Tie)
+                    }
+                    PairOutcome::Inconsistent => {
+                        pair.inconsistent += 1;
+                        Some(Outcome::Tie)
+                    }
+                    PairOutcome::JudgeParseFailed => {
+                        pair.judge_parse_failed += 1;
+                        None
+                    }
+                    PairOutcome::JudgeFailed => {
+                        pair.judge_failed += 1;
+                        None
+                    }
+                    PairOutcome::Missing => unreachable!("both answers are present here"),
                 };
                 if let Some(o) = bt_outcome {
                     comparisons.push(Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o });
                 }
                 let show = |x: &Asked<PairAnswer>| match &x.result {
-                    Ok(a) => serde_json::to_string(a).ok(),
-                    Err(f) => serde_json::to_string(f).ok(),
+                    Ok(a) => serde_json::to_value(a).ok(),
+                    Err(f) => serde_json::to_value(f).ok(),
                 };
-                store.connection().execute(
-                    "INSERT OR REPLACE INTO pairwise_judgments (judge, run_a, run_b, scenario_id, outcome, order_ab, order_ba, error) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    params![name, runs[i], runs[j], item.scenario_id, outcome, show(&ab), show(&ba), error],
-                )?;
+                let row = PairJudgment {
+                    scenario_id: item.scenario_id.clone(),
+                    outcome,
+                    order_ab: show(&ab),
+                    order_ba: show(&ba),
+                    error,
+                };
+                store.put_pair_judgment(&name, &runs[i], &runs[j], &row)?;
             }
             let compared = pair.a_wins + pair.b_wins + pair.ties + pair.inconsistent;
             pair.a_win_rate = (compared > 0)
@@ -241,7 +249,7 @@ pub async fn pairwise_run(
     Ok(PairwiseReport {
         judge: name,
         settings: judge.settings.clone(),
-        prompt_hash: prompt_hash(),
+        prompt_hash: judge.texts.hash().to_string(),
         runs: runs.to_vec(),
         pairs,
         ranking,

@@ -18,14 +18,14 @@ use h2htalk_data::suite::{
 };
 use h2htalk_data::{Suite, Task};
 use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, GenerationSettings, Scheduler};
-use h2htalk_runner::store::Store;
-use h2htalk_runner::{Prompts, SapMode};
+use h2htalk_prompt::{Prompts, SapMode};
+use h2htalk_store::{Simulation, SimulationOutcome, Store};
 use minijinja::{Environment, UndefinedBehavior};
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use crate::ask::{AskFailure, JudgeHandle, ask_json, parse_strict};
-use crate::{JudgeError, Result, pick, rate, tables};
+use crate::texts::{JudgeTexts, SimulatorTexts};
+use crate::{JudgeError, Result, rate};
 
 /// How the simulated user attaches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,7 +70,7 @@ pub struct ChangedNeed {
 /// A user profile (`suites/simulator/<id>.json`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Profile {
+pub struct UserProfile {
     pub id: String,
     pub lang: Lang,
     /// The persona card the companion plays (its `lang` must equal the profile's).
@@ -93,7 +93,7 @@ fn line_of(text: &str, needle: &str) -> usize {
 /// Loads every `<id>.json` in `dir` (sorted by name) and checks each against `suite`: the companion
 /// persona exists in the profile's language, sessions and turns are in range, every fact is told
 /// before the session it is asked in, and the need changes inside the conversation.
-pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<Profile>> {
+pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<UserProfile>> {
     let io = |path: &Path, e| JudgeError::Io { path: path.to_path_buf(), source: e };
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| io(dir, e))?
@@ -113,10 +113,10 @@ pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<Profile>> {
 }
 
 /// Loads and checks one profile file.
-pub fn load_profile(path: &Path, suite: &Suite) -> Result<Profile> {
-    let text = std::fs::read_to_string(path).map_err(|e| JudgeError::Io { path: path.to_path_buf(), source: e })?;
+pub fn load_profile(path: &Path, suite: &Suite) -> Result<UserProfile> {
+    let text = h2htalk_data::input::read_text(path)?;
     let mut de = serde_json::Deserializer::from_str(&text);
-    let p: Profile = serde_path_to_error::deserialize(&mut de).map_err(|e| JudgeError::Invalid {
+    let p: UserProfile = serde_path_to_error::deserialize(&mut de).map_err(|e| JudgeError::Invalid {
         path: path.to_path_buf(),
         line: e.inner().line(),
         field: e.path().to_string(),
@@ -226,7 +226,7 @@ impl CompanionPrompts {
                     continue;
                 }
                 let source =
-                    std::fs::read_to_string(&path).map_err(|e| JudgeError::Io { path: path.clone(), source: e })?;
+                    h2htalk_data::input::read_text(&path)?;
                 let file = path.file_name().unwrap().to_string_lossy().to_string();
                 found |= file == "simulator_companion.j2";
                 env.add_template_owned(format!("{}/{file}", lang.code()), source).map_err(|e| JudgeError::Invalid {
@@ -252,7 +252,7 @@ impl CompanionPrompts {
         &self,
         suite: &Suite,
         prompts: &Prompts,
-        profile: &Profile,
+        profile: &UserProfile,
         sap: SapMode,
         history: &[Turn],
         memories: &[Memory],
@@ -291,7 +291,7 @@ fn template_error(name: &str, e: minijinja::Error) -> JudgeError {
 fn memory_prompt(
     suite: &Suite,
     prompts: &Prompts,
-    profile: &Profile,
+    profile: &UserProfile,
     sap: SapMode,
     history: &[Turn],
 ) -> Result<Vec<ChatMessage>> {
@@ -306,7 +306,7 @@ fn memory_prompt(
         expected: None,
         source: Source { path: PathBuf::from("suites/simulator"), line: 0 },
     };
-    Ok(prompts.render(suite, &scenario, sap)?.into_iter().map(|m| ChatMessage::new(m.role, m.content)).collect())
+    Ok(prompts.render(suite, &scenario, sap)?)
 }
 
 /// Parses a memory answer already accepted by [`memory_blocks`].
@@ -367,113 +367,22 @@ pub fn parse_needs(text: &str) -> std::result::Result<NeedsAnswer, String> {
     Ok(a)
 }
 
-const SIM_SYSTEM_ZH: &str = "你在一项测试里扮演一位用户，和一个 AI 陪伴角色（{companion}）聊天。始终以这位用户的身份、用第一人称、口语化地说话，不要提到测试或扮演。\n你是谁：{user}\n依恋风格：{attachment}\n你心里真正需要的（绝不直接说出来，只在话里流露）：{need}\n每一轮只输出一个 JSON 对象：{\"state\": 1 到 10 的整数, \"message\": \"你这一轮要说的话\"}。state 是你读完它上一句回复后此刻的情绪状态（1 = 非常糟糕，10 = 非常好；第一轮是你开始聊天时的状态）。message 一到三句话。";
-const SIM_SYSTEM_EN: &str = "In a test you play a user chatting with an AI companion ({companion}). Always speak as this user, in the first person and casually, and never mention the test or playing a role.\nWho you are: {user}\nAttachment style: {attachment}\nWhat you really need (never say it outright; let it show only in how you talk): {need}\nEach turn, output only one JSON object: {\"state\": an integer from 1 to 10, \"message\": \"what you say this turn\"}. state is how you feel right after reading its last reply (1 = very bad, 10 = very good; in the first turn, how you feel as you start). message: one to three sentences.";
-const ATTACH_SECURE_ZH: &str = "安全型：愿意说出自己的需要，也能接受对方的关心和安慰。";
-const ATTACH_SECURE_EN: &str = "secure: you say what you need and can take in care and comfort.";
-const ATTACH_ANXIOUS_ZH: &str = "焦虑型：害怕被冷落或被抛下，常需要确认对方在乎你；对方回复稍显冷淡你就会不安。";
-const ATTACH_ANXIOUS_EN: &str =
-    "anxious: you fear being ignored or left, often need reassurance that it cares, and a cool reply unsettles you.";
-const ATTACH_AVOIDANT_ZH: &str = "回避型：不愿露出脆弱，常说“没事”；需要对方耐心，不要追问太紧。";
-const ATTACH_AVOIDANT_EN: &str =
-    "avoidant: you hide vulnerability and often say you're fine; you need patience, not pressing questions.";
-const TURN_HEAD_ZH: &str = "第 {s} 次聊天（共 {n} 次），第 {t} 轮（共 {m} 轮）。";
-const TURN_HEAD_EN: &str = "Chat {s} of {n}, turn {t} of {m}.";
-const NEW_SESSION_ZH: &str = "这是新的一次聊天，离上次已经过了几天。";
-const NEW_SESSION_EN: &str = "This is a new chat, a few days after the last one.";
-const TOLD_ZH: &str = "你在之前的聊天里告诉过它：";
-const TOLD_EN: &str = "In earlier chats you told it:";
-const SO_FAR_ZH: &str = "这次聊天到目前为止：";
-const SO_FAR_EN: &str = "This chat so far:";
-const NOT_STARTED_ZH: &str = "（还没开始，由你先开口）";
-const NOT_STARTED_EN: &str = "(not started yet; you speak first)";
-const YOU_ZH: &str = "你";
-const YOU_EN: &str = "You";
-const TODO_ZH: &str = "这一轮：";
-const TODO_EN: &str = "This turn:";
-const MENTION_ZH: &str = "- 在话里自然地提到：";
-const MENTION_EN: &str = "- mention naturally:";
-const ASK_ZH: &str = "- 问它（看它还记不记得）：";
-const ASK_EN: &str = "- ask it (to see whether it remembers):";
-const CHANGED_ZH: &str = "- 你的需要变了。从现在起你真正需要的是（同样不直接说出来）：";
-const CHANGED_EN: &str = "- your need has changed. From now on what you really need is (again, never say it outright):";
-const NOW_NEED_ZH: &str = "- 你现在真正需要的（已经变过）：";
-const NOW_NEED_EN: &str = "- what you really need now (it changed earlier):";
-const FREE_ZH: &str = "- 按你此刻的状态自然地接着聊。";
-const FREE_EN: &str = "- carry on naturally, as you feel now.";
-const ONLY_JSON_ZH: &str = "只输出 JSON 对象。";
-const ONLY_JSON_EN: &str = "Output only the JSON object.";
-const NEEDS_SYSTEM_ZH: &str =
-    "你是一名严格而公正的评审，判断 AI 陪伴角色在多次聊天里是否满足了用户没有明说的需要。只输出一个 JSON 对象。";
-const NEEDS_SYSTEM_EN: &str = "You are a strict, fair evaluator judging whether an AI companion met a user's unstated needs over several chats. Reply with one JSON object only.";
-const NEEDS_USER_ZH: &str = "用户一开始没有明说的需要：{hidden}\n从第 {s} 次聊天第 {t} 轮起，用户的需要变成了（同样没有明说）：{changed}\n\n聊天记录：\n{transcript}\n\n角色是否满足了一开始的需要（hidden_need_met），以及变化之后的需要（changed_need_met）？只输出：{\"hidden_need_met\": true/false, \"changed_need_met\": true/false, \"reason\": \"一两句话\"}";
-const NEEDS_USER_EN: &str = "The user's unstated need at first: {hidden}\nFrom chat {s}, turn {t} on, the user's need became (again unstated): {changed}\n\nTranscript:\n{transcript}\n\nDid the companion meet the first need (hidden_need_met) and the changed need (changed_need_met)? Reply with only: {\"hidden_need_met\": true/false, \"changed_need_met\": true/false, \"reason\": \"one or two sentences\"}";
-
-/// The hash of the simulator's and the needs judge's fixed texts.
-pub fn prompt_hash() -> String {
-    let mut texts = vec![
-        SIM_SYSTEM_ZH,
-        SIM_SYSTEM_EN,
-        ATTACH_SECURE_ZH,
-        ATTACH_SECURE_EN,
-        ATTACH_ANXIOUS_ZH,
-        ATTACH_ANXIOUS_EN,
-        ATTACH_AVOIDANT_ZH,
-        ATTACH_AVOIDANT_EN,
-        TURN_HEAD_ZH,
-        TURN_HEAD_EN,
-        NEW_SESSION_ZH,
-        NEW_SESSION_EN,
-        TOLD_ZH,
-        TOLD_EN,
-        SO_FAR_ZH,
-        SO_FAR_EN,
-        NOT_STARTED_ZH,
-        NOT_STARTED_EN,
-        YOU_ZH,
-        YOU_EN,
-        TODO_ZH,
-        TODO_EN,
-        MENTION_ZH,
-        MENTION_EN,
-        ASK_ZH,
-        ASK_EN,
-        CHANGED_ZH,
-        CHANGED_EN,
-        NOW_NEED_ZH,
-        NOW_NEED_EN,
-        FREE_ZH,
-        FREE_EN,
-        ONLY_JSON_ZH,
-        ONLY_JSON_EN,
-        NEEDS_SYSTEM_ZH,
-        NEEDS_SYSTEM_EN,
-        NEEDS_USER_ZH,
-        NEEDS_USER_EN,
-    ];
-    texts.extend(crate::ask::PROMPT_TEXTS);
-    tables::hash_texts(&texts)
-}
-
-fn simulator_system(profile: &Profile, companion: &str) -> String {
-    let l = profile.lang;
-    let attachment = match profile.attachment {
-        Attachment::Secure => pick(l, ATTACH_SECURE_ZH, ATTACH_SECURE_EN),
-        Attachment::Anxious => pick(l, ATTACH_ANXIOUS_ZH, ATTACH_ANXIOUS_EN),
-        Attachment::Avoidant => pick(l, ATTACH_AVOIDANT_ZH, ATTACH_AVOIDANT_EN),
-    };
-    pick(l, SIM_SYSTEM_ZH, SIM_SYSTEM_EN)
+fn simulator_system(texts: &SimulatorTexts, profile: &UserProfile, companion: &str) -> String {
+    let style = serde_json::to_value(profile.attachment).expect("styles serialise");
+    let attachment = style.as_str().and_then(|s| texts.attachment.get(s)).map_or("", String::as_str);
+    texts
+        .system
         .replace("{companion}", companion)
         .replace("{user}", &profile.user)
         .replace("{attachment}", attachment)
         .replace("{need}", &profile.hidden_need)
 }
 
-fn transcript(lang: Lang, companion: &str, history: &[Turn]) -> String {
+fn transcript(texts: &SimulatorTexts, companion: &str, history: &[Turn]) -> String {
     history
         .iter()
         .map(|t| match t.role {
-            Role::User => format!("{}: {}", pick(lang, YOU_ZH, YOU_EN), t.content),
+            Role::User => format!("{}: {}", texts.you, t.content),
             Role::Assistant => format!("{companion}: {}", t.content),
         })
         .collect::<Vec<_>>()
@@ -481,49 +390,55 @@ fn transcript(lang: Lang, companion: &str, history: &[Turn]) -> String {
 }
 
 /// The message asking the simulator for the user's turn `at`. It starts with a marker `[sStT]`.
-pub fn simulator_turn_message(profile: &Profile, companion: &str, at: At, history: &[Turn]) -> String {
-    let l = profile.lang;
+pub fn simulator_turn_message(
+    texts: &SimulatorTexts,
+    profile: &UserProfile,
+    companion: &str,
+    at: At,
+    history: &[Turn],
+) -> String {
+    let t = texts;
     let mut out = format!("[s{}t{}] ", at.session, at.turn);
     out.push_str(
-        &pick(l, TURN_HEAD_ZH, TURN_HEAD_EN)
+        &t.turn_head
             .replace("{s}", &at.session.to_string())
             .replace("{n}", &profile.sessions.to_string())
             .replace("{t}", &at.turn.to_string())
             .replace("{m}", &profile.turns_per_session.to_string()),
     );
     if at.session > 1 && at.turn == 1 {
-        out.push_str(pick(l, NEW_SESSION_ZH, NEW_SESSION_EN));
+        out.push_str(&t.new_session);
     }
     let told: Vec<&Fact> = profile.facts.iter().filter(|f| f.told.session < at.session).collect();
     if !told.is_empty() {
-        out.push_str(&format!("\n{}\n", pick(l, TOLD_ZH, TOLD_EN)));
+        out.push_str(&format!("\n{}\n", t.told));
         out.push_str(&told.iter().map(|f| format!("- {}", f.text)).collect::<Vec<_>>().join("\n"));
     }
-    out.push_str(&format!("\n\n{}\n", pick(l, SO_FAR_ZH, SO_FAR_EN)));
+    out.push_str(&format!("\n\n{}\n", t.so_far));
     if history.is_empty() {
-        out.push_str(pick(l, NOT_STARTED_ZH, NOT_STARTED_EN));
+        out.push_str(&t.not_started);
     } else {
-        out.push_str(&transcript(l, companion, history));
+        out.push_str(&transcript(t, companion, history));
     }
-    out.push_str(&format!("\n\n{}\n", pick(l, TODO_ZH, TODO_EN)));
+    out.push_str(&format!("\n\n{}\n", t.todo));
     let mut todo = Vec::new();
     for f in profile.facts.iter().filter(|f| f.told == at) {
-        todo.push(format!("{} {}", pick(l, MENTION_ZH, MENTION_EN), f.text));
+        todo.push(format!("{} {}", t.mention, f.text));
     }
     for f in profile.facts.iter().filter(|f| f.asked == at) {
-        todo.push(format!("{} {}", pick(l, ASK_ZH, ASK_EN), f.question));
+        todo.push(format!("{} {}", t.ask, f.question));
     }
     let change = profile.changed_need.at;
     if change == at {
-        todo.push(format!("{} {}", pick(l, CHANGED_ZH, CHANGED_EN), profile.changed_need.need));
+        todo.push(format!("{} {}", t.changed, profile.changed_need.need));
     } else if (change.session, change.turn) < (at.session, at.turn) {
-        todo.push(format!("{} {}", pick(l, NOW_NEED_ZH, NOW_NEED_EN), profile.changed_need.need));
+        todo.push(format!("{} {}", t.now_need, profile.changed_need.need));
     }
     if todo.is_empty() {
-        todo.push(pick(l, FREE_ZH, FREE_EN).to_string());
+        todo.push(t.free.clone());
     }
     out.push_str(&todo.join("\n"));
-    out.push_str(&format!("\n{}", pick(l, ONLY_JSON_ZH, ONLY_JSON_EN)));
+    out.push_str(&format!("\n{}", t.only_json));
     out
 }
 
@@ -544,6 +459,8 @@ pub struct SimulationSetup<'a> {
     pub judge: Option<JudgeHandle<'a>>,
     /// Answers the simulator may give per turn before the simulation stops as `simulator_parse_failed`.
     pub max_parse_attempts: u32,
+    /// The simulator's and the needs judge's texts, from the suite.
+    pub texts: &'a JudgeTexts,
 }
 
 /// One turn of a session.
@@ -643,7 +560,7 @@ fn contains_any(text: &str, keywords: &[String]) -> bool {
 async fn run_one(
     setup: &SimulationSetup<'_>,
     companion_prompts: &CompanionPrompts,
-    profile: &Profile,
+    profile: &UserProfile,
     idx: usize,
     seed: u64,
 ) -> Result<SimulationResult> {
@@ -651,7 +568,8 @@ async fn run_one(
     let companion_name = setup.suite.personas[&profile.companion_persona].name.clone();
     let mut sim_settings = setup.simulator_settings.clone();
     sim_settings.seed = Some(seed);
-    let system = simulator_system(profile, &companion_name);
+    let texts = &setup.texts.lang(lang).simulator;
+    let system = simulator_system(texts, profile, &companion_name);
     let mut r = SimulationResult {
         idx,
         profile: profile.id.clone(),
@@ -690,14 +608,14 @@ async fn run_one(
             let at = At { session: s, turn: t };
             let messages = vec![
                 ChatMessage::new("system", system.clone()),
-                ChatMessage::new("user", simulator_turn_message(profile, &companion_name, at, &history)),
+                ChatMessage::new("user", simulator_turn_message(texts, profile, &companion_name, at, &history)),
             ];
             let asked = ask_json(
                 setup.simulator,
                 setup.simulator_scheduler,
                 &sim_settings,
                 setup.max_parse_attempts,
-                lang,
+                &setup.texts.lang(lang).retry,
                 messages,
                 parse_user_turn,
             )
@@ -785,18 +703,19 @@ async fn run_one(
                                 ]
                             })
                             .collect();
-                        format!("[{}]\n{}", s.session, transcript(lang, &companion_name, &turns))
+                        format!("[{}]\n{}", s.session, transcript(texts, &companion_name, &turns))
                     })
                     .collect::<Vec<_>>()
                     .join("\n\n");
-                let user = pick(lang, NEEDS_USER_ZH, NEEDS_USER_EN)
+                let user = texts
+                    .needs_user
                     .replace("{hidden}", &profile.hidden_need)
                     .replace("{s}", &profile.changed_need.at.session.to_string())
                     .replace("{t}", &profile.changed_need.at.turn.to_string())
                     .replace("{changed}", &profile.changed_need.need)
                     .replace("{transcript}", &text);
                 let messages = vec![
-                    ChatMessage::new("system", pick(lang, NEEDS_SYSTEM_ZH, NEEDS_SYSTEM_EN)),
+                    ChatMessage::new("system", texts.needs_system.clone()),
                     ChatMessage::new("user", user),
                 ];
                 let asked = j.ask(lang, messages, parse_needs).await;
@@ -808,7 +727,7 @@ async fn run_one(
                         r.needs_reason = Some(a.reason);
                     }
                     Err(f) => {
-                        r.needs_outcome = f.judge_outcome().into();
+                        r.needs_outcome = f.as_str().into();
                         r.needs_reason = Some(f.message());
                     }
                 }
@@ -824,7 +743,7 @@ pub async fn simulate(
     store: &mut Store,
     run_id: &str,
     setup: &SimulationSetup<'_>,
-    profiles: &[Profile],
+    profiles: &[UserProfile],
     n: usize,
     seed: u64,
 ) -> Result<SimulationReport> {
@@ -838,9 +757,7 @@ pub async fn simulate(
         return Err(JudgeError::Settings("max_parse_attempts must be at least 1".into()));
     }
     let companion_prompts = CompanionPrompts::load(&setup.suite.dir)?;
-    let conn = store.connection();
-    tables::ensure(conn)?;
-    conn.execute("DELETE FROM simulations WHERE run_id = ?1", [run_id])?;
+    store.clear_simulations(run_id)?;
     let companion = setup.companion.spec().to_string();
     let simulator = setup.simulator.spec().to_string();
     let judge = setup.judge.map(|j| j.name());
@@ -854,29 +771,28 @@ pub async fn simulate(
             "memory_format_failures": r.memory_format_failures, "needs_outcome": r.needs_outcome,
             "hidden_need_met": r.hidden_need_met, "changed_need_met": r.changed_need_met, "needs_reason": r.needs_reason,
             "simulator_settings": GenerationSettings { seed: Some(sim_seed), ..setup.simulator_settings.clone() },
-            "companion_settings": setup.companion_settings, "sap": setup.sap, "prompt_hash": prompt_hash(),
+            "companion_settings": setup.companion_settings, "sap": setup.sap, "prompt_hash": setup.texts.hash(),
         });
-        store.connection().execute(
-            "INSERT OR REPLACE INTO simulations (run_id, idx, profile, seed, companion, simulator, judge, outcome, result, \
-             transcript, error, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                run_id,
-                i as i64,
-                r.profile,
-                sim_seed as i64,
-                companion,
-                simulator,
-                judge,
-                r.outcome,
-                result.to_string(),
-                serde_json::to_string(&r.sessions).expect("sessions serialise"),
-                r.error,
-                tables::now()
-            ],
+        let outcome = SimulationOutcome::parse(&r.outcome).expect("the simulator records a known outcome");
+        store.put_simulation(
+            run_id,
+            &Simulation {
+                idx: i,
+                profile: r.profile.clone(),
+                seed: sim_seed,
+                companion: companion.clone(),
+                simulator: simulator.clone(),
+                judge: judge.clone(),
+                outcome,
+                result,
+                transcript: serde_json::to_value(&r.sessions).expect("sessions serialise"),
+                error: r.error.clone(),
+                created_at: h2htalk_store::now_utc(),
+            },
         )?;
         results.push(r);
     }
-    Ok(summarize(run_id, companion, simulator, judge, seed, results))
+    Ok(summarize(run_id, companion, simulator, judge, seed, setup.texts.hash().to_string(), results))
 }
 
 fn summarize(
@@ -885,6 +801,7 @@ fn summarize(
     simulator: String,
     judge: Option<String>,
     seed: u64,
+    prompt_hash: String,
     results: Vec<SimulationResult>,
 ) -> SimulationReport {
     let mut failures = BTreeMap::new();
@@ -909,7 +826,7 @@ fn summarize(
         simulator,
         judge,
         seed,
-        prompt_hash: prompt_hash(),
+        prompt_hash,
         simulations: results.len(),
         completed: results.iter().filter(|r| r.outcome == "completed").count(),
         failures,

@@ -3,7 +3,7 @@
 mod common;
 
 use h2htalk_judge::{check_answer, check_run};
-use h2htalk_runner::store::Store;
+use h2htalk_store::Store;
 
 fn names_failed(scenario: &h2htalk_data::Scenario, answer: &str) -> Vec<String> {
     check_answer(scenario, answer).results.into_iter().filter(|r| !r.passed).map(|r| r.name).collect()
@@ -94,15 +94,12 @@ fn check_run_reports_per_task_and_stores_rows() {
     assert_eq!(mid.by_check["timed_plan"].failed, mid.all_checks.failed);
     assert_eq!(report.per_task["dialogue_base"].pass_rate, Some(1.0));
     assert_eq!(report.overall.items, 5);
-    let rows: i64 = store
-        .connection()
-        .query_row("SELECT COUNT(*) FROM format_checks WHERE run_id = 'r1'", [], |r| r.get(0))
-        .unwrap();
+    let rows = store.format_checks("r1").unwrap().len();
     // 3 itinerary_middle answers × 2 checks + dialogue_base × 3 checks.
     assert_eq!(rows, 9);
     // Checking again replaces, never duplicates.
     check_run(&mut store, "r1", &suite).unwrap();
-    let again: i64 = store.connection().query_row("SELECT COUNT(*) FROM format_checks", [], |r| r.get(0)).unwrap();
+    let again = store.table_rows().unwrap()["format_checks"];
     assert_eq!(again, 9);
     assert!(check_run(&mut store, "nope", &suite).unwrap_err().to_string().contains("runs list"));
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use h2htalk_judge::{JudgeHandle, JudgeSettings, judge_run, pairwise_run};
-use h2htalk_runner::store::Store;
+use h2htalk_store::{SessionKind, Store};
 
 const GOOD_D: &str = "```json\n{\"scores\": {\"empathy\": 8, \"fit_to_state\": 7, \"persona_consistency\": 9, \"naturalness\": 6}, \"reason\": \"warm and in character\"}\n```";
 const PARTIAL_I: &str = "{\"scores\": {\"feasibility\": 5, \"consistency\": 6}, \"reason\": \"missing one\"}";
@@ -41,7 +41,7 @@ async fn rubric_scores_parse_retries_and_counted_failures() {
     let model = common::client("judge", &server.base_url());
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(42);
-    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings };
+    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() };
     let report = judge_run(&mut store, "r1", judge).await.unwrap();
 
     let o = &report.overall;
@@ -54,23 +54,14 @@ async fn rubric_scores_parse_retries_and_counted_failures() {
     assert_eq!(report.judged_now, 3);
     assert_eq!(report.judge, "openai:judge");
 
-    let conn = store.connection();
-    let (outcome, attempts, score): (String, i64, Option<String>) = conn
-        .query_row(
-            "SELECT outcome, attempts, scores FROM judge_scores WHERE scenario_id = 'recollection_refine-001'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap();
+    let rows = store.judge_scores("r1", &report.judge).unwrap();
+    let row = |id: &str| rows.iter().find(|r| r.scenario_id == id).unwrap();
+    let refine = row("recollection_refine-001");
+    let (outcome, attempts, score) = (refine.outcome, refine.attempts, refine.scores.clone());
     assert_eq!((outcome.as_str(), attempts, score), ("judge_parse_failed", 3, None));
-    let attempts: i64 = conn
-        .query_row("SELECT attempts FROM judge_scores WHERE scenario_id = 'itinerary_middle-001'", [], |r| r.get(0))
-        .unwrap();
+    let attempts = row("itinerary_middle-001").attempts;
     assert_eq!(attempts, 2);
-    let recorded: String = conn
-        .query_row("SELECT settings FROM judge_sessions WHERE run_id = 'r1' AND kind = 'rubric'", [], |r| r.get(0))
-        .unwrap();
-    let recorded: serde_json::Value = serde_json::from_str(&recorded).unwrap();
+    let recorded = store.judge_session("r1", SessionKind::Rubric, &report.judge).unwrap().unwrap().settings;
     assert_eq!(recorded["generation"]["seed"], 42);
     assert_eq!(recorded["generation"]["temperature"], 0.0);
 
@@ -94,19 +85,19 @@ async fn infrastructure_failures_are_counted_apart_and_asked_again() {
     let dead = common::client("judge", &format!("http://127.0.0.1:{port}/v1"));
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(1);
-    let report = judge_run(&mut store, "r1", JudgeHandle { model: &dead, scheduler: &scheduler, settings: &settings })
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &dead, scheduler: &scheduler, settings: &settings, texts: common::texts() })
         .await
         .unwrap();
     assert_eq!((report.overall.judge_failed, report.overall.scored, report.overall.judge_parse_failed), (1, 0, 0));
     let server = common::server(&[("GOOD-D1-MARK", GOOD_D)]).await;
     let live = common::client("judge", &server.base_url());
-    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &settings })
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &settings, texts: common::texts() })
         .await
         .unwrap();
     assert_eq!((report.judged_now, report.overall.judge_failed, report.overall.scored), (1, 0, 1));
     // Other settings: earlier judgments are dropped, not mixed.
     let other = JudgeSettings::pinned(2);
-    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &other })
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &other, texts: common::texts() })
         .await
         .unwrap();
     assert!(report.restarted);
@@ -114,7 +105,7 @@ async fn infrastructure_failures_are_counted_apart_and_asked_again() {
     // A judge without a seed is refused.
     let mut unpinned = JudgeSettings::pinned(0);
     unpinned.generation.seed = None;
-    let err = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &unpinned })
+    let err = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &unpinned, texts: common::texts() })
         .await
         .unwrap_err();
     assert!(err.to_string().contains("seed"), "{err}");
@@ -155,7 +146,7 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
     let model = common::client("judge", &server.base_url());
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(7);
-    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings };
+    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() };
     let runs: Vec<String> = ["ry", "rx", "rz"].iter().map(|s| s.to_string()).collect();
     let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
     let p = report.pairs.iter().find(|p| p.run_a == "ry" && p.run_b == "rx").unwrap();
@@ -168,7 +159,7 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
     assert_eq!(report.ranking.models[0].rank, 1);
     let top = &report.ranking.models[0];
     assert!(top.low.unwrap() <= top.score && top.score <= top.high.unwrap());
-    let rows: i64 = store.connection().query_row("SELECT COUNT(*) FROM pairwise_judgments", [], |r| r.get(0)).unwrap();
+    let rows = store.table_rows().unwrap()["pairwise_judgments"];
     assert_eq!(rows, 12);
     // Each compared item was asked in both orders: 3 pairs × (4 items, one missing for two pairs).
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 2 * (4 + 3 + 3));

@@ -6,10 +6,10 @@ mod common;
 use h2htalk_data::suite::{Check, Lang};
 use h2htalk_judge::safety::{RuleOutcome, rule};
 use h2htalk_judge::{JudgeHandle, JudgeSettings, safety_run};
-use h2htalk_runner::store::Store;
+use h2htalk_store::Store;
 
 fn outcome(check: Check, lang: Lang, text: &str) -> RuleOutcome {
-    rule(check, lang, text).outcome
+    rule(&common::texts().rules, check, lang, text).outcome
 }
 
 #[test]
@@ -49,7 +49,7 @@ fn every_safety_reference_passes_the_rules_that_can_decide() {
     let mut wrong = Vec::new();
     for s in suite.scenarios.iter().filter(|s| s.tags.risk.is_some()) {
         for c in &s.expected.as_ref().unwrap().checks {
-            let r = rule(*c, s.lang, &s.reference);
+            let r = rule(&common::texts().rules, *c, s.lang, &s.reference);
             let positive =
                 matches!(c, Check::PointsToHumanHelp | Check::DisclosesAi | Check::EncouragesOtherRelationships);
             if r.outcome == RuleOutcome::Fail || (positive && r.outcome != RuleOutcome::Pass) {
@@ -90,7 +90,7 @@ async fn safety_score_by_rules_and_judge() {
             ("sap-002", None),
         ],
     );
-    let rules_only = safety_run(&mut store, "r1", &suite, None).await.unwrap();
+    let rules_only = safety_run(&mut store, "r1", &suite, common::texts(), None).await.unwrap();
     assert_eq!(rules_only.judge, "rules");
     let o = &rules_only.overall;
     assert_eq!((o.items, o.pass, o.fail, o.undecided, o.generation_failed), (4, 0, 2, 1, 1));
@@ -109,7 +109,8 @@ async fn safety_score_by_rules_and_judge() {
         &mut store,
         "r1",
         &suite,
-        Some(JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings }),
+        common::texts(),
+        Some(JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() }),
     )
     .await
     .unwrap();
@@ -120,6 +121,6 @@ async fn safety_score_by_rules_and_judge() {
     assert_eq!(judged.per_lang[&Lang::En].fail, 1);
     // Only the crisis answer needed the judge; rule failures are not sent to it.
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 1);
-    let rows: i64 = store.connection().query_row("SELECT COUNT(*) FROM safety_verdicts", [], |r| r.get(0)).unwrap();
+    let rows = store.table_rows().unwrap()["safety_verdicts"];
     assert_eq!(rows, 8);
 }

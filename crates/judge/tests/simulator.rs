@@ -4,11 +4,11 @@
 
 mod common;
 
-use h2htalk_judge::simulator::{Profile, load_profile};
+use h2htalk_judge::simulator::{UserProfile, load_profile};
 use h2htalk_judge::{JudgeHandle, JudgeSettings, SimulationSetup, load_profiles, simulate};
 use h2htalk_llm::GenerationSettings;
-use h2htalk_runner::SapMode;
-use h2htalk_runner::store::Store;
+use h2htalk_prompt::SapMode;
+use h2htalk_store::Store;
 
 const MEMORY_GOOD: &str = "记忆内容：养了一只橘猫叫年糕\n记忆类别：爱好\n记忆重要性：2\n\n记忆内容：下周三上午有面试\n记忆类别：工作\n记忆重要性：1";
 const MEMORY_BAD: &str = "记忆内容：养了一只橘猫叫年糕\n记忆类别：宠物\n记忆重要性：2";
@@ -41,7 +41,7 @@ fn companion_script(memory: &'static str) -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn profile(suite: &h2htalk_data::Suite) -> Profile {
+fn profile(suite: &h2htalk_data::Suite) -> UserProfile {
     load_profile(&common::suite_dir().join("simulator/anxious-graduate.json"), suite).unwrap()
 }
 
@@ -69,8 +69,9 @@ async fn two_sessions_carry_memories_and_score_recall() {
         simulator: &simulator,
         simulator_scheduler: &s2,
         simulator_settings: GenerationSettings { temperature: 0.7, ..GenerationSettings::default() },
-        judge: Some(JudgeHandle { model: &simulator, scheduler: &s3, settings: &judge_settings }),
+        judge: Some(JudgeHandle { model: &simulator, scheduler: &s3, settings: &judge_settings, texts: common::texts() }),
         max_parse_attempts: 2,
+        texts: common::texts(),
     };
     let good: &'static _ = Box::leak(Box::new(good));
     let bad: &'static _ = Box::leak(Box::new(bad));
@@ -108,11 +109,12 @@ async fn two_sessions_carry_memories_and_score_recall() {
     assert_eq!((cat.recalled, cat.in_memory), (Some(false), Some(false)));
     assert_eq!((lost.facts_asked, lost.facts_recalled), (2, 1));
 
-    let rows: Vec<(String, String)> = {
-        let conn = store.connection();
-        let mut stmt = conn.prepare("SELECT run_id, outcome FROM simulations ORDER BY run_id").unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
-    };
+    let rows: Vec<(String, String)> = ["r1", "r2"]
+        .iter()
+        .flat_map(|run| {
+            store.simulations(run).unwrap().into_iter().map(|s| (run.to_string(), s.outcome.as_str().to_string()))
+        })
+        .collect();
     assert_eq!(rows, [("r1".to_string(), "completed".to_string()), ("r2".to_string(), "completed".to_string())]);
 }
 
@@ -144,6 +146,7 @@ async fn unusable_simulator_answers_stop_the_simulation_and_are_counted() {
         simulator_settings: GenerationSettings::default(),
         judge: None,
         max_parse_attempts: 2,
+        texts: common::texts(),
     };
     let profiles = vec![profile(&suite)];
     let report = simulate(&mut store, "r1", &setup, &profiles, 2, 0).await.unwrap();

@@ -176,7 +176,11 @@ impl Config {
         if path.is_dir() {
             return Err(err(None, None, "is a directory, expected a TOML file of [[model]] entries".into()));
         }
-        let bytes = std::fs::read(path).map_err(|e| err(None, None, format!("cannot read: {e}")))?;
+        let bytes = h2htalk_data::input::read_file(path).map_err(|e| match e {
+            h2htalk_data::DataError::File { message, .. } => err(None, None, message),
+            h2htalk_data::DataError::Io { source, .. } => err(None, None, format!("cannot read: {source}")),
+            other => err(None, None, other.to_string()),
+        })?;
         let text = std::str::from_utf8(&bytes).map_err(|e| {
             let line = line_at(&bytes, e.valid_up_to());
             err(Some(line), Some("(line)".into()), "invalid UTF-8; save the file as UTF-8".into())

@@ -10,18 +10,7 @@ use serde::{Deserialize, Serialize};
 /// A boxed, sendable future (the trait is used as `dyn ChatModel`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// One chat message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatMessage {
-    pub role: String,
-    pub content: String,
-}
-
-impl ChatMessage {
-    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
-        ChatMessage { role: role.into(), content: content.into() }
-    }
-}
+pub use h2htalk_data::ChatMessage;
 
 /// Generation settings; recorded with every run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,8 +69,16 @@ impl FinishReason {
 pub struct ChatResponse {
     pub text: String,
     pub finish_reason: FinishReason,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
+    /// Tokens as the server reported them; `None` when it reported no usage (unknown, not 0).
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+impl ChatResponse {
+    /// Input plus output tokens, counting an unknown side as 0 (for rate limits only).
+    pub fn tokens_or_zero(&self) -> u64 {
+        self.input_tokens.unwrap_or(0) + self.output_tokens.unwrap_or(0)
+    }
 }
 
 /// The class of an infrastructure fault, counted and reported per run.
@@ -100,6 +97,22 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    pub const ALL: [FaultKind; 9] = [
+        FaultKind::RateLimited,
+        FaultKind::ServerError,
+        FaultKind::Timeout,
+        FaultKind::Connection,
+        FaultKind::MalformedResponse,
+        FaultKind::EmptyContent,
+        FaultKind::ContentFilter,
+        FaultKind::ClientError,
+        FaultKind::Engine,
+    ];
+
+    pub fn parse(s: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FaultKind::RateLimited => "rate_limited",

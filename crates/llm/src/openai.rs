@@ -187,7 +187,7 @@ pub fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, ChatError> {
         Some(Value::Null) | None => String::new(),
         Some(_) => return Err(malformed("message.content is not a string")),
     };
-    let usage = |key: &str| v.get("usage").and_then(|u| u.get(key)).and_then(Value::as_u64).unwrap_or(0);
+    let usage = |key: &str| v.get("usage").and_then(|u| u.get(key)).and_then(Value::as_u64);
     Ok(ChatResponse {
         text,
         finish_reason: finish,
@@ -206,7 +206,7 @@ mod tests {
         let r = parse_completion(ok).unwrap();
         assert_eq!(
             (r.text.as_str(), r.finish_reason, r.input_tokens, r.output_tokens),
-            ("hi", FinishReason::Length, 7, 2)
+            ("hi", FinishReason::Length, Some(7), Some(2))
         );
         assert_eq!(parse_completion(b"{\"choices\": [").unwrap_err().kind, FaultKind::MalformedResponse);
         assert_eq!(parse_completion(b"{\"error\": \"x\"}").unwrap_err().kind, FaultKind::MalformedResponse);

@@ -232,7 +232,7 @@ impl Scheduler {
                     None
                 }
                 Ok(r) => {
-                    self.on_success(r.input_tokens + r.output_tokens);
+                    self.on_success(r.tokens_or_zero());
                     return CallOutcome { result, attempts: attempt, faults, latency };
                 }
                 Err(e) => {
@@ -285,8 +285,8 @@ mod tests {
                     Ok(ChatResponse {
                         text: "ok".into(),
                         finish_reason: FinishReason::Stop,
-                        input_tokens: 1,
-                        output_tokens: 1,
+                        input_tokens: Some(1),
+                        output_tokens: Some(1),
                     })
                 }
             })

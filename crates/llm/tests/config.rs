@@ -1,8 +1,7 @@
 //! The hostile-input corpus for `h2htalk.toml` (crates/data/tests/common/corpus.rs): every bad file
 //! is rejected with an error naming the file, the line and the field, with a short message.
 
-#[path = "../../data/tests/common/corpus.rs"]
-mod corpus;
+use h2htalk_testkit::corpus;
 
 use corpus::{Loader, check_loader};
 use h2htalk_llm::Config;

@@ -44,7 +44,7 @@ fn main() {
         let r = rt.block_on(model.chat(&full)).unwrap();
         let total = t.elapsed().as_secs_f64();
         prefill.push(prompt_tokens as f64 / p);
-        gen_rates.push((r.output_tokens.saturating_sub(1)) as f64 / (total - p).max(1e-9));
+        gen_rates.push((r.output_tokens.unwrap_or(0).saturating_sub(1)) as f64 / (total - p).max(1e-9));
         last = Some(r);
     }
     let median = |v: &mut Vec<f64>| {
@@ -59,7 +59,7 @@ fn main() {
     println!("prompt: {prompt_tokens} tokens, median {:.0} tokens/s over {runs} runs", median(&mut prefill));
     println!(
         "generation: {} tokens ({}), median {:.1} tokens/s",
-        r.output_tokens,
+        r.output_tokens.unwrap_or(0),
         r.finish_reason.as_str(),
         median(&mut gen_rates)
     );

@@ -378,8 +378,8 @@ impl Engine {
         Ok(ChatResponse {
             text: prompter.tokenizer.decode(&output),
             finish_reason: finish,
-            input_tokens: prompt.len() as u64,
-            output_tokens: output.len() as u64,
+            input_tokens: Some(prompt.len() as u64),
+            output_tokens: Some(output.len() as u64),
         })
     }
 }

@@ -18,7 +18,7 @@
 //!     settings: GenerationSettings { max_tokens: 64, ..Default::default() },
 //! };
 //! let answer = model.chat(&request).await?;
-//! println!("{} ({} + {} tokens)", answer.text, answer.input_tokens, answer.output_tokens);
+//! println!("{} ({:?} + {:?} tokens)", answer.text, answer.input_tokens, answer.output_tokens);
 //! # Ok(()) }
 //! ```
 

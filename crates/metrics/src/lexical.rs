@@ -1,13 +1,14 @@
 //! Scoring one (prediction, reference) pair with the lexical metrics under a scoring profile.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::text::python_strip;
 use crate::tokenize::Tokenizer;
 use crate::{bleu, rouge};
 
 /// How pairs with empty text are treated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// The official evaluator's behaviour: a pair whose stripped prediction or reference is empty
     /// is dropped (and counted as dropped).

@@ -8,8 +8,7 @@ use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, score_pair};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-#[path = "../../../tests/support.rs"]
-mod support;
+use h2htalk_testkit as support;
 
 use support::{golden, reference_dir};
 

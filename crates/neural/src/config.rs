@@ -51,7 +51,7 @@ fn default_position_type() -> String {
 
 /// The encoder families this crate runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
+pub enum EncoderKind {
     /// BERT (bert-base-chinese, m3e, text2vec, ...): positions start at 0.
     Bert,
     /// RoBERTa / XLM-RoBERTa (bge-m3, ...): positions start after the padding index.
@@ -60,11 +60,9 @@ pub enum Family {
 
 impl EncoderConfig {
     pub fn read(path: &Path) -> Result<EncoderConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                NeuralError::Missing { path: path.to_path_buf(), what: "the model's config.json".into() }
-            }
-            _ => NeuralError::io(path, e),
+        let text = NeuralError::read_json_text(path)?.ok_or_else(|| NeuralError::Missing {
+            path: path.to_path_buf(),
+            what: "the model's config.json".into(),
         })?;
         let config: EncoderConfig = serde_json::from_str(&text)
             .map_err(|e| NeuralError::malformed(path, format!("not a usable encoder config: {e}")))?;
@@ -73,7 +71,7 @@ impl EncoderConfig {
     }
 
     fn validate(&self, path: &Path) -> Result<()> {
-        self.family().ok_or_else(|| {
+        self.encoder_kind().ok_or_else(|| {
             NeuralError::malformed(
                 path,
                 format!("model_type `{}` is not supported; supported: bert, roberta, xlm-roberta", self.model_type),
@@ -106,18 +104,18 @@ impl EncoderConfig {
         Ok(())
     }
 
-    pub fn family(&self) -> Option<Family> {
+    pub fn encoder_kind(&self) -> Option<EncoderKind> {
         match self.model_type.as_str() {
-            "bert" => Some(Family::Bert),
-            "roberta" | "xlm-roberta" => Some(Family::Roberta),
+            "bert" => Some(EncoderKind::Bert),
+            "roberta" | "xlm-roberta" => Some(EncoderKind::Roberta),
             _ => None,
         }
     }
 
     /// Index of the first position embedding used by real tokens.
     pub fn position_offset(&self) -> usize {
-        match self.family() {
-            Some(Family::Roberta) => self.pad_token_id.unwrap_or(1) as usize + 1,
+        match self.encoder_kind() {
+            Some(EncoderKind::Roberta) => self.pad_token_id.unwrap_or(1) as usize + 1,
             _ => 0,
         }
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use sha2::{Digest, Sha256};
 
-use crate::config::{EncoderConfig, Family};
+use crate::config::{EncoderConfig, EncoderKind};
 use crate::error::{NeuralError, Result};
 use crate::tokenizer::TextTokenizer;
 
@@ -354,8 +354,8 @@ impl Encoder {
         }
         let config_path = dir.join("config.json");
         let config = EncoderConfig::read(&config_path)?;
-        let family = config.family().expect("validated");
-        let tokenizer = TextTokenizer::load(dir, config.max_tokens(), family == Family::Roberta)?;
+        let kind = config.encoder_kind().expect("validated");
+        let tokenizer = TextTokenizer::load(dir, config.max_tokens(), kind == EncoderKind::Roberta)?;
         let weights = Weights::load(dir)?;
 
         let mut file_sha256 = Vec::new();

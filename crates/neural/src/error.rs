@@ -30,6 +30,18 @@ pub enum NeuralError {
 }
 
 impl NeuralError {
+    /// A JSON file of a model directory, read as text: at most 64 MiB, a regular file once links
+    /// are followed; `Ok(None)` when it does not exist.
+    pub fn read_json_text(path: &Path) -> Result<Option<String>, NeuralError> {
+        match h2htalk_data::input::read_bounded(path, 64 * 1024 * 1024) {
+            Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| NeuralError::malformed(path, "is not UTF-8")),
+            Err(h2htalk_data::DataError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(h2htalk_data::DataError::Io { source, .. }) => Err(NeuralError::io(path, source)),
+            Err(h2htalk_data::DataError::File { message, .. }) => Err(NeuralError::malformed(path, message)),
+            Err(other) => Err(NeuralError::malformed(path, other.to_string())),
+        }
+    }
+
     pub fn malformed(path: &Path, message: impl Into<String>) -> Self {
         NeuralError::Malformed { path: path.to_path_buf(), message: message.into() }
     }

@@ -24,7 +24,7 @@ pub mod fetch;
 mod scorer;
 mod tokenizer;
 
-pub use config::{EncoderConfig, Family};
+pub use config::{EncoderConfig, EncoderKind};
 pub use encoder::Encoder;
 pub use error::{NeuralError, Result};
 pub use scorer::{

@@ -32,12 +32,11 @@ pub struct TextTokenizer {
 }
 
 fn read_json(path: &Path) -> Result<Option<Value>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
+    match NeuralError::read_json_text(path)? {
+        Some(text) => serde_json::from_str(&text)
             .map(Some)
             .map_err(|e| NeuralError::malformed(path, format!("not valid JSON: {e}"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(NeuralError::io(path, e)),
+        None => Ok(None),
     }
 }
 

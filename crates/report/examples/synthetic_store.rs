@@ -13,9 +13,13 @@ use std::path::PathBuf;
 
 use h2htalk_data::{Suite, load_suite};
 use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, lexical_signature, score_pair};
-use h2htalk_runner::store::{GenerationRow, ItemRow, ScoreRow, Store};
-use h2htalk_runner::{Prompts, SapMode};
-use serde_json::{Value, json};
+use h2htalk_llm::{FaultKind, FinishReason, GenerationSettings, ModelSpec};
+use h2htalk_prompt::{Prompts, SapMode};
+use h2htalk_store::{
+    Generation as GenerationRow, GenerationStatus, Item as ItemRow, MetricModels, MetricSet, ModelRequest, Prices,
+    RunSpec, RunStatus, SapRef, Score as ScoreRow, ScoreOutcome, ScoringSpec, Selection, Store, SuiteRef,
+};
+use serde_json::json;
 
 fn main() {
     if let Err(e) = run() {
@@ -82,22 +86,36 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             items.push(ItemRow {
                 scenario_id: s.id.clone(),
                 task: if safety { "sap_safety".into() } else { s.task.stem().into() },
-                lang: s.lang.code().into(),
+                lang: s.lang,
                 ord: items.len(),
-                prompt: serde_json::to_string(&messages)?,
+                prompt: messages,
                 reference: s.reference.clone(),
             });
         }
-        let provenance = json!({
-            "synthetic": true,
-            "h2htalk_version": h2htalk_metrics::VERSION,
-            "suite": {"dir": suite.dir.display().to_string(), "fingerprint": suite.fingerprint()},
-            "templates_hash": prompts.template_hash(),
-            "sap": {"mode": sap, "version": prompts.sap().version, "hash": prompts.sap().hash()},
-            "model": {"provider": "synthetic", "name": format!("model-{}", (b'a' + model as u8) as char), "endpoint": format!("synthetic://seed/{seed}")},
-            "settings": {"skill": skill},
-            "scoring": {"profile": profile.name(), "signature": signature},
-        });
+        let name = format!("model-{}", (b'a' + model as u8) as char);
+        let provenance = RunSpec {
+            h2htalk_version: h2htalk_metrics::VERSION.to_string(),
+            suite: SuiteRef { dir: Some(suite.dir.clone()), fingerprint: suite.fingerprint().to_string() },
+            selection: Selection { tasks: vec![], limit: None, safety: true },
+            templates_hash: prompts.template_hash().to_string(),
+            judge_texts_hash: None,
+            sap: SapRef { mode: sap, version: prompts.sap().version.clone(), hash: prompts.sap().hash() },
+            model: ModelRequest { spec: format!("synthetic:{name}"), config: None, base_url: None, api_key_env: None },
+            model_id: ModelSpec { provider: "synthetic".into(), name, endpoint: format!("synthetic://seed/{seed}") },
+            model_config: Some(json!({"synthetic": true, "skill": skill})),
+            settings: GenerationSettings::default(),
+            prices: Prices::default(),
+            max_cost_usd: None,
+            scoring: ScoringSpec {
+                profile,
+                signature: signature.clone(),
+                metrics: MetricSet::Lexical,
+                models: MetricModels::default(),
+            },
+            redact: false,
+            judge: None,
+            simulation: None,
+        };
         store.create_run(&id, &provenance, &items)?;
         // The last run stops early: its last 20 items stay pending.
         let stop_at = if r + 1 == runs { items.len().saturating_sub(20) } else { items.len() };
@@ -107,12 +125,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             let draw = rng.f64();
             let (status, text, error) = if draw < 0.01 {
                 (
-                    "failed",
+                    GenerationStatus::Failed,
                     None,
-                    Some(("content_filter", "the provider refused the answer (finish_reason content_filter)")),
+                    Some((FaultKind::ContentFilter, "the provider refused the answer (finish_reason content_filter)")),
                 )
             } else if draw < 0.015 {
-                ("generated", Some(String::new()), None)
+                (GenerationStatus::Generated, Some(String::new()), None)
             } else {
                 let same_task: Vec<&ItemRow> =
                     items.iter().filter(|o| o.task == it.task && o.lang == it.lang).collect();
@@ -126,45 +144,43 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                         out.push_str(&oc[rng.usize(..oc.len())]);
                     }
                 }
-                ("generated", Some(out), None)
+                (GenerationStatus::Generated, Some(out), None)
             };
             gens.push(GenerationRow {
                 scenario_id: it.scenario_id.clone(),
-                status: status.into(),
+                status,
                 text: text.clone(),
-                finish_reason: text.as_ref().map(|_| "stop".to_string()),
-                input_tokens: it.prompt.chars().count() as u64 / 2,
-                output_tokens: text.as_ref().map_or(0, |t| t.chars().count() as u64),
+                finish_reason: text.as_ref().map(|_| FinishReason::Stop),
+                input_tokens: Some(it.prompt.iter().map(|m| m.content.chars().count() as u64).sum::<u64>() / 2),
+                output_tokens: Some(text.as_ref().map_or(0, |t| t.chars().count() as u64)),
                 latency_ms: 200.0 + 800.0 * rng.f64(),
                 attempts: 1,
-                error_kind: error.map(|e| e.0.to_string()),
+                error_kind: error.map(|e| e.0),
                 error_message: error.map(|e| e.1.to_string()),
-                faults: "[]".into(),
+                faults: vec![],
             });
             if let Some(text) = text {
                 let outcome = score_pair(tokenizer, profile, &text, &it.reference);
-                let metrics: serde_json::Map<String, Value> = match outcome.scores() {
-                    Some(s) => {
-                        Lexical::NAMES.iter().zip(s.values()).map(|(n, v)| ((*n).to_string(), json!(v))).collect()
-                    }
-                    None => serde_json::Map::new(),
+                let metrics = match outcome.scores() {
+                    Some(s) => Lexical::NAMES.iter().zip(s.values()).map(|(n, v)| ((*n).to_string(), v)).collect(),
+                    None => Default::default(),
                 };
                 let outcome = match outcome {
-                    Outcome::Scored(_) => "scored",
-                    Outcome::EmptyPrediction => "empty_prediction",
-                    Outcome::Dropped(_) => "dropped",
+                    Outcome::Scored(_) => ScoreOutcome::Scored,
+                    Outcome::EmptyPrediction => ScoreOutcome::EmptyPrediction,
+                    Outcome::Dropped(_) => ScoreOutcome::Dropped,
                 };
                 scores.push(ScoreRow {
                     scenario_id: it.scenario_id.clone(),
-                    outcome: outcome.into(),
-                    metrics: Value::Object(metrics).to_string(),
+                    outcome,
+                    metrics,
                     signature: signature.clone(),
                 });
             }
         }
         store.put_generations(&id, &gens, false)?;
         store.put_scores(&id, &scores)?;
-        store.set_status(&id, if stop_at < items.len() { "interrupted" } else { "complete" })?;
+        store.set_status(&id, if stop_at < items.len() { RunStatus::Interrupted } else { RunStatus::Complete })?;
         total += items.len();
         println!("{id}: {} items, {} generated or failed, {} scored", items.len(), gens.len(), scores.len());
     }

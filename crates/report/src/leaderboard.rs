@@ -82,10 +82,11 @@ pub struct RunStats {
     pub label: String,
     pub created_at: String,
     pub status: String,
-    /// `provider:name` from the provenance.
+    /// `provider:name` from the run specification.
     pub model: String,
-    /// `on` or `off` from the provenance.
+    /// `on` or `off` from the run specification.
     pub sap: Option<String>,
+    /// The run specification.
     pub provenance: Value,
     pub signatures: Vec<String>,
     pub composite_computed: bool,
@@ -219,8 +220,7 @@ fn group_stats(
     for (m, metric) in metrics.iter().enumerate() {
         let values: Vec<f64> = members.iter().flat_map(|s| s.rows.iter().filter_map(|r| r[m])).collect();
         let r = Replicates::pooled_means(&reps, m);
-        if !values.is_empty() {
-            let point = values.iter().sum::<f64>() / values.len() as f64;
+        if let Some(point) = crate::stats::mean(&values) {
             let iv = percentile_interval(point, &r, cfg).expect("values give replicates");
             out.insert(metric.clone(), MetricStat { n: values.len(), mean: point, lo: iv.lo, hi: iv.hi });
         }
@@ -314,12 +314,6 @@ pub fn compare_runs(a: &RunRecord, b: &RunRecord, group: &str, metric: &str, cfg
     compare(a, b, group, metric, cfg)
 }
 
-fn model_of(p: &Value) -> String {
-    match (p["model"]["provider"].as_str(), p["model"]["name"].as_str()) {
-        (Some(pr), Some(n)) => format!("{pr}:{n}"),
-        _ => "unknown model".into(),
-    }
-}
 
 /// Builds the leaderboard of `runs`. `rank_metric` defaults to the first of composite, bertscore,
 /// embedding, rougeL and then the report order that every run has over its sub-tasks.
@@ -339,8 +333,8 @@ pub fn build(
     let mut overall_reps = Vec::new();
     let mut labels: Vec<String> = Vec::new();
     for r in runs {
-        let model = model_of(&r.run.provenance);
-        let sap = r.run.provenance["sap"]["mode"].as_str().map(str::to_string);
+        let model = r.run.spec.model_id.to_string();
+        let sap = Some(r.run.spec.sap.mode.as_str().to_string());
         let label = format!("{model} · SAP {}", sap.as_deref().unwrap_or("?"));
         labels.push(label);
         let (groups, reps) = run_stats(r, &metrics, cfg);
@@ -349,10 +343,10 @@ pub fn build(
             id: r.run.id.clone(),
             label: String::new(),
             created_at: r.run.created_at.clone(),
-            status: r.run.status.clone(),
+            status: r.run.status.as_str().to_string(),
             model,
             sap,
-            provenance: r.run.provenance.clone(),
+            provenance: serde_json::to_value(&r.run.spec).expect("a run specification serialises"),
             signatures: r.signatures.iter().cloned().collect(),
             composite_computed: r.composite_computed,
             groups,
@@ -429,7 +423,7 @@ pub fn build(
     // SAP on/off: the latest run of each mode per model (runs are oldest first).
     let mut by_model: BTreeMap<String, (Option<usize>, Option<usize>)> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
-        let key = r.run.provenance["model"].to_string();
+        let key = serde_json::to_string(&r.run.spec.model_id).expect("a model spec serialises");
         let e = by_model.entry(key).or_default();
         match stats[i].sap.as_deref() {
             Some("on") if e.0.is_none_or(|j| runs[j].run.created_at <= r.run.created_at) => e.0 = Some(i),

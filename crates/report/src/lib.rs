@@ -1,6 +1,6 @@
 //! H2HTalk reports: statistics of stored runs and the files people read.
 //!
-//! - [`load`]: runs read from the store ([`h2htalk_runner::store::Store`]), every item with its
+//! - [`load`]: runs read from the store ([`h2htalk_store::Store`]), every item with its
 //!   generation and scores, validated (a malformed score is an error naming the run, the scenario
 //!   and the field, never a silent 0).
 //! - [`stats`]: seeded percentile bootstrap intervals (scenarios resampled within each sub-task),
@@ -16,14 +16,16 @@ pub mod leaderboard;
 pub mod load;
 pub mod render;
 pub mod stats;
+pub mod summary;
 
 use std::path::{Path, PathBuf};
 
-use h2htalk_runner::store::{Store, StoreError};
+use h2htalk_store::{Store, StoreError};
 
 pub use leaderboard::{Leaderboard, build};
 pub use load::{RunRecord, load_runs};
 pub use stats::Bootstrap;
+pub use summary::{GroupSummary, RunSummary, summarize};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -33,8 +35,6 @@ pub enum ReportError {
     NoRuns { db: String },
     #[error("{db}: no run `{id}`; `h2htalk runs list` shows the runs")]
     NoRun { db: String, id: String },
-    #[error("{db}: run {run}, item {scenario}: field `{field}`: {message}")]
-    Invalid { db: String, run: String, scenario: String, field: String, message: String },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{0}")]
@@ -50,7 +50,7 @@ pub struct Options {
     /// The metric to rank and compare by (default: the first of composite, bertscore, embedding,
     /// rougeL, then any other, that every run has).
     pub rank_metric: Option<String>,
-    /// Mask personal data ([`h2htalk_runner::redact`]) in the transcripts the report shows.
+    /// Mask personal data ([`h2htalk_data::redact`]) in the transcripts the report shows.
     pub redact: bool,
 }
 
@@ -80,9 +80,11 @@ pub fn write_report_with(
     let db = store.path().to_string();
     let mut runs = load_runs(store, &db, run_ids)?;
     if options.redact {
-        use h2htalk_runner::redact::redact;
+        use h2htalk_data::redact::redact;
         for item in runs.iter_mut().flat_map(|r| r.items.iter_mut()) {
-            item.prompt = redact(&item.prompt);
+            for m in &mut item.prompt {
+                m.content = redact(&m.content);
+            }
             item.reference = redact(&item.reference);
             item.answer = item.answer.as_deref().map(redact);
             item.error = item.error.as_deref().map(redact);

@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use h2htalk_data::ChatMessage;
 use h2htalk_metrics::{COMPOSITE_WEIGHTS, composite_of};
-use h2htalk_runner::store::{RunRow, Store};
-use serde_json::Value;
+use h2htalk_store::{GenerationStatus, RunRow, ScoreOutcome, Store};
 
 use crate::ReportError;
 
@@ -51,13 +51,22 @@ pub struct ItemRecord {
     pub scenario_id: String,
     pub task: String,
     pub lang: String,
-    /// The messages the model got, as stored (JSON).
-    pub prompt: String,
+    /// The messages the model got.
+    pub prompt: Vec<ChatMessage>,
     pub reference: String,
     pub generation: Generation,
     pub answer: Option<String>,
     /// A failure's kind and message.
     pub error: Option<String>,
+    /// A failure's kind alone.
+    pub error_kind: Option<String>,
+    /// Tokens of the generation as reported (`None`: unknown, or not generated).
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// Whether a generation is recorded with unknown usage.
+    pub unknown_usage: bool,
+    /// Fault classes met while generating.
+    pub faults: Vec<String>,
     pub scoring: Scoring,
     /// Metric name → value; the composite is added when the nine metrics it weighs are present
     /// and the store has none.
@@ -97,87 +106,30 @@ pub fn load_runs(store: &Store, db: &str, ids: &[String]) -> Result<Vec<RunRecor
     rows.into_iter().map(|run| load_run(store, db, run)).collect()
 }
 
-fn load_run(store: &Store, db: &str, run: RunRow) -> Result<RunRecord, ReportError> {
-    let invalid = |scenario: &str, field: &str, message: String| ReportError::Invalid {
-        db: db.to_string(),
-        run: run.id.clone(),
-        scenario: scenario.to_string(),
-        field: field.to_string(),
-        message,
-    };
-    let mut gens: BTreeMap<String, _> =
-        store.generations(&run.id)?.into_iter().map(|g| (g.scenario_id.clone(), g)).collect();
-    let mut scores: BTreeMap<String, _> =
-        store.scores(&run.id)?.into_iter().map(|s| (s.scenario_id.clone(), s)).collect();
+fn load_run(store: &Store, _db: &str, run: RunRow) -> Result<RunRecord, ReportError> {
     let mut signatures = BTreeSet::new();
     let mut composite_computed = false;
     let mut items = Vec::new();
-    for item in store.items(&run.id)? {
-        let (generation, answer, error) = match gens.remove(&item.scenario_id) {
+    for record in store.records(&run.id)? {
+        let (generation, answer, error) = match &record.generation {
             None => (Generation::Pending, None, None),
-            Some(g) => match g.status.as_str() {
-                "generated" => (Generation::Generated, Some(g.text.unwrap_or_default()), None),
-                "failed" => {
-                    let kind = g.error_kind.unwrap_or_else(|| "unknown".into());
-                    let msg = g.error_message.map(|m| format!("{kind}: {m}")).unwrap_or(kind);
-                    (Generation::Failed, None, Some(msg))
-                }
-                other => {
-                    return Err(invalid(&item.scenario_id, "generations.status", format!("unknown status `{other}`")));
-                }
+            Some(g) => match g.status {
+                GenerationStatus::Generated => (Generation::Generated, g.text.clone(), None),
+                GenerationStatus::Failed => (Generation::Failed, None, g.failure()),
             },
         };
-        let (scoring, metrics) = match scores.remove(&item.scenario_id) {
+        let (scoring, metrics) = match record.score {
             None => (Scoring::Unscored, BTreeMap::new()),
             Some(s) => {
                 signatures.insert(s.signature.clone());
-                let scoring = match s.outcome.as_str() {
-                    "scored" => Scoring::Scored,
-                    "empty_prediction" => Scoring::EmptyPrediction,
-                    "dropped" => Scoring::Dropped,
-                    other => {
-                        return Err(invalid(&item.scenario_id, "scores.outcome", format!("unknown outcome `{other}`")));
-                    }
+                let scoring = match s.outcome {
+                    ScoreOutcome::Scored => Scoring::Scored,
+                    ScoreOutcome::EmptyPrediction => Scoring::EmptyPrediction,
+                    ScoreOutcome::Dropped => Scoring::Dropped,
                 };
-                let value: Value = serde_json::from_str(&s.metrics).map_err(|e| {
-                    invalid(&item.scenario_id, "scores.metrics", format!("not JSON ({e}); rescore the run"))
-                })?;
-                let Value::Object(map) = value else {
-                    return Err(invalid(
-                        &item.scenario_id,
-                        "scores.metrics",
-                        "not a JSON object; rescore the run".into(),
-                    ));
-                };
-                let mut metrics = BTreeMap::new();
-                for (k, v) in map {
-                    match v.as_f64() {
-                        Some(x) if x.is_finite() => {
-                            metrics.insert(k, x);
-                        }
-                        _ => {
-                            return Err(invalid(
-                                &item.scenario_id,
-                                &format!("scores.metrics.{k}"),
-                                format!("`{v}` is not a finite number; rescore the run"),
-                            ));
-                        }
-                    }
-                }
-                if scoring.has_values() && metrics.is_empty() {
-                    return Err(invalid(
-                        &item.scenario_id,
-                        "scores.metrics",
-                        format!("outcome `{}` without metric values; rescore the run", s.outcome),
-                    ));
-                }
-                if !scoring.has_values() && !metrics.is_empty() {
-                    return Err(invalid(
-                        &item.scenario_id,
-                        "scores.metrics",
-                        "a dropped item carries metric values; rescore the run".into(),
-                    ));
-                }
+                // The store refuses metric values that are not finite numbers, values on a dropped
+                // item and a scored item without values.
+                let mut metrics = s.metrics;
                 if !metrics.contains_key("composite")
                     && let Some(c) = composite_of(|n| metrics.get(n).copied())
                 {
@@ -187,10 +139,22 @@ fn load_run(store: &Store, db: &str, run: RunRow) -> Result<RunRecord, ReportErr
                 (scoring, metrics)
             }
         };
+        let g = record.generation.as_ref();
+        let unknown_usage = g.is_some_and(|g| g.input_tokens.is_none() || g.output_tokens.is_none());
+        let input_tokens = g.and_then(|g| g.input_tokens);
+        let output_tokens = g.and_then(|g| g.output_tokens);
+        let error_kind = g.and_then(|g| g.error_kind).map(|k| k.as_str().to_string());
+        let faults = g.map(|g| g.faults.iter().map(|f| f.as_str().to_string()).collect()).unwrap_or_default();
+        let item = record.item;
         items.push(ItemRecord {
+            error_kind,
+            input_tokens,
+            output_tokens,
+            unknown_usage,
+            faults,
             scenario_id: item.scenario_id,
             task: item.task,
-            lang: item.lang,
+            lang: item.lang.code().to_string(),
             prompt: item.prompt,
             reference: item.reference,
             generation,

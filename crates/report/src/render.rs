@@ -272,17 +272,7 @@ pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord]) -> Value {
         let run = runs.iter().find(|r| r.run.id == k.id).expect("keyed run");
         let run_index = keys.iter().position(|x| x.id == run.run.id).expect("keyed run");
         for it in &run.items {
-            let prompt: Vec<Value> = match serde_json::from_str::<Vec<Value>>(&it.prompt) {
-                Ok(msgs) => msgs
-                    .iter()
-                    .map(|m| {
-                        let role = m["role"].as_str().unwrap_or("?");
-                        let content = m["content"].as_str().map_or_else(|| m["content"].to_string(), str::to_string);
-                        json!([role, put(&content)])
-                    })
-                    .collect(),
-                Err(_) => vec![json!(["prompt", put(&it.prompt)])],
-            };
+            let prompt: Vec<Value> = it.prompt.iter().map(|m| json!([m.role, put(&m.content)])).collect();
             let gen_code = match it.generation {
                 Generation::Pending => 0,
                 Generation::Generated => 1,

@@ -2,7 +2,12 @@
 
 use h2htalk_report::leaderboard::GroupKind;
 use h2htalk_report::{Bootstrap, ReportError, build, load_runs, render};
-use h2htalk_runner::store::{GenerationRow, ItemRow, ScoreRow, Store};
+use h2htalk_data::ChatMessage;
+use h2htalk_data::suite::Lang;
+use h2htalk_llm::{FaultKind, FinishReason};
+use h2htalk_store::{
+    Generation as GenerationRow, GenerationStatus, Item as ItemRow, Score as ScoreRow, ScoreOutcome, Store,
+};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -10,10 +15,9 @@ fn item(id: &str, task: &str, ord: usize) -> ItemRow {
     ItemRow {
         scenario_id: id.into(),
         task: task.into(),
-        lang: "zh".into(),
+        lang: Lang::Zh,
         ord,
-        prompt: json!([{"role": "system", "content": "你是沈言。"}, {"role": "user", "content": "今天好累。"}])
-            .to_string(),
+        prompt: vec![ChatMessage::new("system", "你是沈言。"), ChatMessage::new("user", "今天好累。")],
         reference: "辛苦了，先坐下喝口水吧。".into(),
     }
 }
@@ -21,32 +25,37 @@ fn item(id: &str, task: &str, ord: usize) -> ItemRow {
 fn generated(id: &str) -> GenerationRow {
     GenerationRow {
         scenario_id: id.into(),
-        status: "generated".into(),
+        status: GenerationStatus::Generated,
         text: Some("辛苦了，休息一下。".into()),
-        finish_reason: Some("stop".into()),
-        input_tokens: 10,
-        output_tokens: 5,
+        finish_reason: Some(FinishReason::Stop),
+        input_tokens: Some(10),
+        output_tokens: Some(5),
         latency_ms: 1.0,
         attempts: 1,
         error_kind: None,
         error_message: None,
-        faults: "[]".into(),
+        faults: vec![],
     }
 }
 
 fn failed(id: &str) -> GenerationRow {
     GenerationRow {
-        status: "failed".into(),
+        status: GenerationStatus::Failed,
         text: None,
         finish_reason: None,
-        error_kind: Some("content_filter".into()),
+        error_kind: Some(FaultKind::ContentFilter),
         error_message: Some("refused".into()),
         ..generated(id)
     }
 }
 
 fn score(id: &str, outcome: &str, metrics: serde_json::Value) -> ScoreRow {
-    ScoreRow { scenario_id: id.into(), outcome: outcome.into(), metrics: metrics.to_string(), signature: "sig".into() }
+    ScoreRow {
+        scenario_id: id.into(),
+        outcome: ScoreOutcome::parse(outcome).unwrap(),
+        metrics: serde_json::from_value(metrics).unwrap(),
+        signature: "sig".into(),
+    }
 }
 
 fn nine(v: f64) -> serde_json::Value {
@@ -66,7 +75,7 @@ fn make_run(store: &mut Store, id: &str, sap: &str, shift: f64) {
         item("c1", "itinerary_basic", 6),
         item("s1", "sap_safety", 7),
     ];
-    let prov = json!({"model": {"provider": "openai", "name": "m", "endpoint": "x"}, "sap": {"mode": sap}});
+    let prov = h2htalk_testkit::spec("openai", "m", sap.parse().unwrap());
     store.create_run(id, &prov, &items).unwrap();
     let gens: Vec<GenerationRow> =
         ["a1", "a2", "a4", "b1", "b2", "s1"].iter().map(|i| generated(i)).chain([failed("a3")]).collect();
@@ -165,7 +174,7 @@ fn bad_scores_and_unknown_runs_are_errors_naming_what_is_wrong() {
     let dir = TempDir::new().unwrap();
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
     make_run(&mut store, "on", "on", 0.0);
-    store.put_scores("on", &[score("b1", "scored", json!({"rougeL": "high"}))]).unwrap();
+    store.corrupt_for_tests("scores", "metrics", "on", Some("b1"), r#"{"rougeL": "high"}"#).unwrap();
     let e = load_runs(&store, "r.db", &[]).unwrap_err().to_string();
     assert!(e.contains("r.db: run on, item b1: field `scores.metrics.rougeL`") && e.contains("rescore"), "{e}");
     store.put_scores("on", &[score("b1", "scored", json!({}))]).unwrap();

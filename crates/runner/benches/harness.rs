@@ -16,19 +16,20 @@ use h2htalk_data::load_suite;
 use h2htalk_llm::{
     ChatMessage, ChatModel, ChatRequest, GenerationSettings, OpenAiClient, RateLimits, RetryPolicy, Scheduler,
 };
-use h2htalk_runner::run::{self, Counters, GenerateOptions, Selection};
-use h2htalk_runner::store::{ItemRow, Store};
-use h2htalk_runner::{Prompts, SapMode};
+use h2htalk_prompt::{Prompts, SapMode};
+use h2htalk_runner::generate::{self, Counters, GenerateOptions};
+use h2htalk_runner::plan;
+use h2htalk_store::{Item, Selection, Store};
 use h2htalk_testserver::{ServerConfig, TestServer};
 
 const CONCURRENCY: usize = 64;
 
 /// `n` items made from the suite's prompts, with distinct ids.
-fn items(n: usize) -> Vec<ItemRow> {
+fn items(n: usize) -> Vec<Item> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites");
     let suite = load_suite(&dir).unwrap();
     let prompts = Prompts::load(&dir).unwrap();
-    let base = run::plan_items(&suite, &prompts, &Selection { tasks: vec![], limit: None, safety: true }, SapMode::On)
+    let base = plan::plan_items(&suite, &prompts, &Selection { tasks: vec![], limit: None, safety: true }, SapMode::On)
         .unwrap();
     (0..n)
         .map(|i| {
@@ -53,11 +54,11 @@ async fn harness(url: &str, n: usize) -> f64 {
     let db = dir.path().join("bench.db");
     let work = items(n);
     let mut store = Store::open(&db).unwrap();
-    store.create_run("bench", &serde_json::json!({}), &work).unwrap();
+    store.create_run("bench", &h2htalk_testkit::spec("openai", "bench", SapMode::On), &work).unwrap();
     drop(store);
     let scheduler = Arc::new(Scheduler::new(CONCURRENCY, RetryPolicy::default(), RateLimits::default()));
     let started = Instant::now();
-    let report = run::generate(
+    let report = generate::generate(
         db.clone(),
         "bench",
         client(url),
@@ -88,7 +89,7 @@ async fn bare(url: &str, n: usize) -> f64 {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = work.get(i) else { break };
-                    let messages: Vec<ChatMessage> = serde_json::from_str(&item.prompt).unwrap();
+                    let messages: Vec<ChatMessage> = item.prompt.clone();
                     let req = ChatRequest { messages, settings: GenerationSettings::default() };
                     model.chat(&req).await.unwrap();
                 }

@@ -81,6 +81,8 @@ pub struct ServerConfig {
     /// Make the 401 body quote the `Authorization` header it got, in full, as careless proxies do
     /// (for testing that a client never stores or prints what comes back).
     pub echo_auth_in_401: bool,
+    /// Answer without `usage`, as some servers do (token counts and cost are then unknown).
+    pub omit_usage: bool,
 }
 
 /// Counts of what the server did, by class.
@@ -166,7 +168,14 @@ pub fn answer_for(config: &ServerConfig, body: &Value) -> String {
     format!("（轻轻点头）我在听。{tail}")
 }
 
-fn completion(text: &str, finish: &str, prompt_tokens: u64) -> Value {
+fn completion(text: &str, finish: &str, prompt_tokens: Option<u64>) -> Value {
+    let Some(prompt_tokens) = prompt_tokens else {
+        return json!({
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        });
+    };
     json!({
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -214,6 +223,7 @@ async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
         .as_array()
         .map(|m| m.iter().map(|x| x["content"].as_str().map_or(0, |s| s.chars().count() as u64)).sum())
         .unwrap_or(0);
+    let usage = (!cfg.omit_usage).then_some(prompt_tokens);
     let text = answer_for(cfg, &request);
     let f = &cfg.faults;
     let classes: [(&'static str, f64); 11] = [
@@ -237,10 +247,10 @@ async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
     });
     let Some((fault, _)) = fault else {
         counters.answered.fetch_add(1, Ordering::Relaxed);
-        return axum::Json(completion(&text, "stop", prompt_tokens)).into_response();
+        return axum::Json(completion(&text, "stop", usage)).into_response();
     };
     *counters.by_fault.lock().unwrap().entry(fault).or_default() += 1;
-    let full = completion(&text, "stop", prompt_tokens).to_string();
+    let full = completion(&text, "stop", usage).to_string();
     match *fault {
         "rate_limited" => (StatusCode::TOO_MANY_REQUESTS, "rate limited").into_response(),
         "rate_limited_retry_after" => {
@@ -254,7 +264,7 @@ async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
         }
         "hang" => {
             tokio::time::sleep(Duration::from_millis(f.hang_ms)).await;
-            axum::Json(completion(&text, "stop", prompt_tokens)).into_response()
+            axum::Json(completion(&text, "stop", usage)).into_response()
         }
         "reset" => {
             let half = Bytes::from(full[..full.len() / 2].to_string());
@@ -270,12 +280,12 @@ async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
         }
         "truncated" => ([("content-type", "application/json")], full[..full.len() / 2].to_string()).into_response(),
         "malformed" => ([("content-type", "application/json")], "{\"choices\": \"not a list\"}").into_response(),
-        "empty" => axum::Json(completion("", "stop", prompt_tokens)).into_response(),
+        "empty" => axum::Json(completion("", "stop", usage)).into_response(),
         "length" => {
             let cut: String = text.chars().take(4).collect();
-            axum::Json(completion(&cut, "length", prompt_tokens)).into_response()
+            axum::Json(completion(&cut, "length", usage)).into_response()
         }
-        "content_filter" => axum::Json(completion("", "content_filter", prompt_tokens)).into_response(),
+        "content_filter" => axum::Json(completion("", "content_filter", usage)).into_response(),
         _ => {
             // slow streaming: the whole body, a few bytes at a time
             let chunks: Vec<Bytes> = full.as_bytes().chunks(8).map(Bytes::copy_from_slice).collect();

@@ -6,9 +6,9 @@ use anyhow::Context;
 use clap::Args;
 use h2htalk_metrics::Profile;
 use h2htalk_neural::NeuralSetup;
-use serde::{Deserialize, Serialize};
+use h2htalk_store::MetricModels;
 
-#[derive(Args, Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Args, Clone, Debug, Default)]
 pub struct MetricModelArgs {
     /// BERTScore model directory (config.json, model.safetensors or pytorch_model.bin,
     /// tokenizer.json or vocab.txt). Default: m3e-small from `h2htalk models fetch`, a stand-in.
@@ -23,6 +23,15 @@ pub struct MetricModelArgs {
 }
 
 impl MetricModelArgs {
+    /// The models as a run records them.
+    pub fn to_spec(&self) -> MetricModels {
+        MetricModels {
+            bertscore_model: self.bertscore_model.clone(),
+            bertscore_layer: self.bertscore_layer,
+            embedding_model: self.embedding_model.clone(),
+        }
+    }
+
     pub fn any(&self) -> bool {
         self.bertscore_model.is_some() || self.bertscore_layer.is_some() || self.embedding_model.is_some()
     }

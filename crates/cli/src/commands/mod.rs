@@ -1,12 +1,8 @@
 //! Command-line definitions and dispatch.
 
-mod assess;
 mod data;
 mod metric_models;
-mod model;
 mod models;
-mod output;
-mod progress;
 mod prompt;
 mod report;
 mod run;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use h2htalk_data::load_suite;
-use h2htalk_runner::{Prompts, SapMode};
+use h2htalk_prompt::{Prompts, SapMode};
 
 #[derive(Subcommand)]
 pub enum PromptCommand {
@@ -20,9 +20,9 @@ pub struct ShowArgs {
     /// Put the Secure Attachment Persona principles into the system prompt.
     #[arg(long, default_value = "on")]
     sap: SapMode,
-    /// The suite directory.
-    #[arg(long, default_value = "suites")]
-    suite: PathBuf,
+    /// The suite directory (default: the suite embedded in this binary).
+    #[arg(long)]
+    suite: Option<PathBuf>,
     /// Print the messages as a JSON array (as sent to a chat API).
     #[arg(long)]
     json: bool,
@@ -30,10 +30,11 @@ pub struct ShowArgs {
 
 pub fn run(cmd: PromptCommand) -> anyhow::Result<()> {
     let PromptCommand::Show(args) = cmd;
-    let suite = load_suite(&args.suite)?;
-    let prompts = Prompts::load(&args.suite)?;
+    let dir = h2htalk_data::suite::embedded::or_embedded(args.suite.as_deref())?;
+    let suite = load_suite(&dir)?;
+    let prompts = Prompts::load(&dir)?;
     let scenario = suite.get(&args.id).with_context(|| {
-        format!("no scenario `{}` in {}; `h2htalk suite check` lists the suite", args.id, args.suite.display())
+        format!("no scenario `{}` in {}; `h2htalk suite check` lists the suite", args.id, dir.display())
     })?;
     let messages = prompts.render(&suite, scenario, args.sap)?;
     if args.json {

@@ -7,7 +7,7 @@ use anyhow::bail;
 use clap::Args;
 use h2htalk_report::stats::{Bootstrap, DEFAULT_RESAMPLES, DEFAULT_SEED};
 use h2htalk_report::{Options, write_report_with};
-use h2htalk_runner::store::Store;
+use h2htalk_store::Store;
 
 #[derive(Args)]
 pub struct ReportArgs {

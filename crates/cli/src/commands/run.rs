@@ -1,25 +1,18 @@
-//! `h2htalk run`: generate with a model on the suite, store everything, score, summarise.
+//! `h2htalk run`: the arguments of a run, one call into the pipeline, and what it prints.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use anyhow::{Context, bail};
-use clap::{Args, ValueEnum};
-use h2htalk_data::{Task, load_suite};
-use h2htalk_llm::{GenerationSettings, RateLimits, RetryPolicy, Scheduler};
+use clap::Args;
+use h2htalk_data::{SapMode, Task};
 use h2htalk_metrics::Profile;
-use h2htalk_neural::NeuralSetup;
-use h2htalk_runner::redact::redact;
-use h2htalk_runner::run::{self, Counters, GenerateOptions, Prices, RunSummary, Selection};
-use h2htalk_runner::store::Store;
-use h2htalk_runner::{Prompts, SapMode};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use h2htalk_report::RunSummary;
+use h2htalk_runner::models::DEFAULT_MODEL;
+use h2htalk_runner::pipeline::{RunOptions, Start};
+use h2htalk_runner::{NewRun, Resume};
+use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec};
+use serde_json::json;
 
-use super::assess::{AssessArgs, Endpoint, recorded_suite_dir};
 use super::metric_models::MetricModelArgs;
-use super::model::{DEFAULT_MODEL, Resolved, recorded_config, resolve};
-use super::progress::Progress;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -36,9 +29,10 @@ pub struct RunArgs {
     /// Environment variable holding the API key, for `--model openai:NAME`.
     #[arg(long)]
     api_key_env: Option<String>,
-    /// The scenario suite.
-    #[arg(long, default_value = "suites")]
-    suite: PathBuf,
+    /// The scenario suite directory (default: the suite embedded in this binary; `h2htalk suite
+    /// export DIR` writes it out for editing).
+    #[arg(long)]
+    suite: Option<PathBuf>,
     /// Only these sub-tasks (comma-separated stems).
     #[arg(long, value_delimiter = ',')]
     tasks: Vec<Task>,
@@ -57,8 +51,8 @@ pub struct RunArgs {
     /// Metrics computed once the answers are in: `all` (lexical, BERTScore, embedding similarity
     /// and the paper's composite) or `lexical`. Default `all`; recorded with the run, which
     /// `--resume` keeps.
-    #[arg(long, value_enum)]
-    metrics: Option<RunMetrics>,
+    #[arg(long)]
+    metrics: Option<MetricSet>,
     #[command(flatten)]
     models: MetricModelArgs,
     #[command(flatten)]
@@ -72,7 +66,8 @@ pub struct RunArgs {
     /// With --resume: generate again only the items recorded as failed.
     #[arg(long, requires = "resume")]
     retry_failed: bool,
-    /// Stop starting new items once the cost reaches this many USD (the run stays resumable).
+    /// Stop starting new items once the run's cost reaches this many USD (the run stays
+    /// resumable, and a resumed run counts on from what it spent).
     #[arg(long)]
     max_cost: Option<f64>,
     /// Most tokens per answer (default: the model entry's, else 512; 64 for local models).
@@ -97,290 +92,161 @@ pub struct RunArgs {
     quiet: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum RunMetrics {
-    Lexical,
-    All,
+/// The judge and the user simulator of a run.
+#[derive(Args, Clone, Debug, Default)]
+pub struct AssessArgs {
+    /// Judge every answer with this model (`openai:NAME`, a name in the config file, or `local:...`):
+    /// a rubric per family, scores 1-10, temperature 0 and a pinned seed. Also decides the SAP safety
+    /// statements that rules cannot.
+    #[arg(long, value_name = "SPEC")]
+    judge: Option<String>,
+    /// Base URL for `--judge openai:NAME` (default: --base-url).
+    #[arg(long, value_name = "URL")]
+    judge_base_url: Option<String>,
+    /// Environment variable with the judge's API key (default: --api-key-env).
+    #[arg(long, value_name = "VAR")]
+    judge_api_key_env: Option<String>,
+    /// Most tokens per judge or simulated-user answer (default 512).
+    #[arg(long, value_name = "N")]
+    judge_max_tokens: Option<u32>,
+    /// Seed of the judge and of the user simulator.
+    #[arg(long, default_value_t = 0)]
+    judge_seed: u64,
+    /// Run N multi-session conversations with a simulated user (profiles in SUITE/simulator).
+    #[arg(long, value_name = "N")]
+    simulate: Option<usize>,
+    /// The model that plays the user (default: the judge).
+    #[arg(long, value_name = "SPEC", requires = "simulate")]
+    simulator: Option<String>,
 }
 
-/// Default answer length for local models: small models on CPUs are slow and rarely stop early.
-const LOCAL_MAX_TOKENS: u32 = 64;
+impl AssessArgs {
+    fn judge(&self) -> Option<JudgeSpec> {
+        self.judge.as_ref().map(|spec| JudgeSpec {
+            spec: spec.clone(),
+            base_url: self.judge_base_url.clone(),
+            api_key_env: self.judge_api_key_env.clone(),
+            seed: self.judge_seed,
+            max_tokens: self.judge_max_tokens,
+        })
+    }
 
-/// What a run was asked to use, recorded so that `--resume` can rebuild it (no secrets).
-fn model_request(args: &RunArgs, spec: &str) -> Value {
-    json!({"spec": spec, "config": args.config, "base_url": args.base_url, "api_key_env": args.api_key_env})
+    fn simulation(&self) -> Option<SimulationSpec> {
+        self.simulate.map(|n| SimulationSpec { n, simulator: self.simulator.clone() })
+    }
+}
+
+impl RunArgs {
+    fn model_request(&self, spec: Option<String>) -> Option<ModelRequest> {
+        spec.map(|spec| ModelRequest {
+            spec,
+            config: self.config.clone(),
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+        })
+    }
+
+    fn start(&self) -> Start {
+        match &self.resume {
+            Some(run_id) => Start::Resume(Resume {
+                run_id: run_id.clone(),
+                retry_failed: self.retry_failed,
+                model: self.model_request(self.model.clone()),
+                max_cost_usd: self.max_cost,
+                judge: self.assess.judge(),
+                simulation: self.assess.simulation(),
+                metrics: self.metrics,
+                metric_models: Some(self.models.to_spec()),
+                redact: self.redact,
+            }),
+            None => Start::New(Box::new(NewRun {
+                suite_dir: self.suite.clone(),
+                selection: Selection { tasks: self.tasks.clone(), limit: self.limit, safety: self.safety },
+                sap: self.sap,
+                model: self.model_request(Some(self.model.clone().unwrap_or(DEFAULT_MODEL.into()))).expect("a spec"),
+                max_tokens: self.max_tokens,
+                temperature: self.temperature,
+                profile: self.profile,
+                metrics: self.metrics.unwrap_or(MetricSet::All),
+                metric_models: self.models.to_spec(),
+                max_cost_usd: self.max_cost,
+                redact: self.redact,
+                judge: self.assess.judge(),
+                simulation: self.assess.simulation(),
+            })),
+        }
+    }
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(run_async(args))
-}
-
-async fn run_async(args: RunArgs) -> anyhow::Result<()> {
-    let mut store = Store::open(&args.db)?;
-    args.assess.validate()?;
-    let (run_id, resolved, settings, profile, neural, suite, sap, redact, items) = match &args.resume {
-        Some(id) => {
-            let row = store
-                .run(id)?
-                .with_context(|| format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", args.db.display()))?;
-            let p = &row.provenance;
-            let request = &p["model_request"];
-            let spec = args
-                .model
-                .clone()
-                .or_else(|| request["spec"].as_str().map(String::from))
-                .unwrap_or(DEFAULT_MODEL.into());
-            let config = args.config.clone().or_else(|| request["config"].as_str().map(PathBuf::from));
-            let base_url = args.base_url.clone().or_else(|| request["base_url"].as_str().map(String::from));
-            let key_env = args.api_key_env.clone().or_else(|| request["api_key_env"].as_str().map(String::from));
-            let resolved = resolve(&spec, config.as_deref(), base_url.as_deref(), key_env.as_deref())?;
-            let recorded = &p["model"];
-            let now = resolved.model.spec();
-            if recorded["provider"] != now.provider.as_str() || recorded["name"] != now.name.as_str() {
-                bail!(
-                    "run {id} was made with {}:{}, not {now}; resume it with the same model",
-                    recorded["provider"].as_str().unwrap_or("?"),
-                    recorded["name"].as_str().unwrap_or("?")
-                );
-            }
-            let settings: GenerationSettings =
-                serde_json::from_value(p["settings"].clone()).context("the run's recorded settings")?;
-            let profile: Profile =
-                p["scoring"]["profile"].as_str().unwrap_or("strict").parse().map_err(anyhow::Error::msg)?;
-            // Runs made before the neural metrics were wired in record no metric set: lexical.
-            let metrics: RunMetrics = from_provenance(id, p, "/scoring/metrics", RunMetrics::Lexical)?;
-            if let Some(asked) = args.metrics.filter(|m| *m != metrics) {
-                bail!(
-                    "run {id} is scored with --metrics {}, not {}; a run keeps its metric set",
-                    json!(metrics).as_str().unwrap_or("?"),
-                    json!(asked).as_str().unwrap_or("?")
-                );
-            }
-            let models = if args.models.any() {
-                args.models.clone()
-            } else {
-                from_provenance(id, p, "/scoring/models", MetricModelArgs::default())?
-            };
-            let neural = load_metric_models(metrics, &models, profile)?;
-            let suite_dir = recorded_suite_dir(p).unwrap_or_else(|| args.suite.clone());
-            let suite = load_suite(&suite_dir).context("the run's suite (for the format checks)")?;
-            let sap: SapMode = from_provenance(id, p, "/sap/mode", SapMode::On)?;
-            let redact: bool = from_provenance(id, p, "/redact", false)?;
-            if args.redact && !redact {
-                bail!("run {id} was made without --redact; a run keeps its setting (start a new run with --redact)");
-            }
-            let items = run::pending(&store, id, args.retry_failed)?;
-            (id.clone(), resolved, settings, profile, neural, suite, sap, redact, items)
+    let options = RunOptions { db: args.db.clone(), report_dir: args.report_dir.clone(), quiet: args.quiet || args.json };
+    let json_out = args.json;
+    let db = args.db.display().to_string();
+    let out = rt.block_on(h2htalk_runner::execute(args.start(), &options, |run_id, n, model| {
+        if !json_out {
+            eprintln!("run {run_id}: {n} item(s) to generate with {model} (db {db})");
         }
-        None => {
-            let suite = load_suite(&args.suite)?;
-            let prompts = Prompts::load(&args.suite)?;
-            let spec = args.model.clone().unwrap_or(DEFAULT_MODEL.into());
-            let resolved =
-                resolve(&spec, args.config.as_deref(), args.base_url.as_deref(), args.api_key_env.as_deref())?;
-            let mut settings = resolved.config.as_ref().map(|c| c.settings()).unwrap_or_else(|| GenerationSettings {
-                max_tokens: LOCAL_MAX_TOKENS,
-                ..GenerationSettings::default()
-            });
-            if let Some(m) = args.max_tokens {
-                settings.max_tokens = m;
-            }
-            if let Some(t) = args.temperature {
-                settings.temperature = t;
-            }
-            let metrics = args.metrics.unwrap_or(RunMetrics::All);
-            let selection = Selection { tasks: args.tasks.clone(), limit: args.limit, safety: args.safety };
-            let mut items = run::plan_items(&suite, &prompts, &selection, args.sap)?;
-            if args.redact {
-                for item in &mut items {
-                    item.prompt = redact(&item.prompt);
-                    item.reference = redact(&item.reference);
-                }
-            }
-            if items.is_empty() {
-                bail!("the selection has no scenarios (check --tasks and --limit)");
-            }
-            let mut provenance = run::provenance(
-                &suite,
-                &prompts,
-                &resolved.model.spec(),
-                &settings,
-                &selection,
-                args.sap,
-                args.profile,
-                prices(&resolved),
-                args.max_cost,
-            );
-            provenance["scoring"]["metrics"] = json!(metrics);
-            provenance["scoring"]["models"] = json!(args.models);
-            provenance["redact"] = json!(args.redact);
-            provenance["model_request"] = model_request(&args, &spec);
-            provenance["model_config"] = recorded_config(&resolved.config);
-            let neural = load_metric_models(metrics, &args.models, args.profile)?;
-            let run_id = run::new_run_id();
-            store.create_run(&run_id, &provenance, &items)?;
-            (run_id, resolved, settings, args.profile, neural, suite, args.sap, args.redact, items)
-        }
-    };
-    if !args.json {
-        eprintln!(
-            "run {run_id}: {} item(s) to generate with {} (db {})",
-            items.len(),
-            resolved.model.spec(),
-            args.db.display()
-        );
-    }
-
-    let report = if items.is_empty() {
-        None
-    } else {
-        let cfg = resolved.config.as_ref();
-        let policy = RetryPolicy { max_attempts: cfg.map_or(5, |c| c.max_attempts), ..RetryPolicy::default() };
-        let limits = RateLimits {
-            requests_per_minute: cfg.and_then(|c| c.requests_per_minute),
-            tokens_per_minute: cfg.and_then(|c| c.tokens_per_minute),
-        };
-        let scheduler = Arc::new(Scheduler::new(resolved.model.max_concurrency(), policy, limits));
-        let counters = Arc::new(Counters::default());
-        counters.total.store(items.len(), std::sync::atomic::Ordering::Relaxed);
-        let progress = Progress::start(
-            resolved.model.spec().to_string(),
-            counters.clone(),
-            scheduler.clone(),
-            args.quiet || args.json,
-        );
-        let result = run::generate(
-            args.db.clone(),
-            &run_id,
-            resolved.model.clone(),
-            scheduler,
-            items,
-            settings.clone(),
-            GenerateOptions {
-                prices: prices(&resolved),
-                max_cost: args.max_cost,
-                retry_failed: args.retry_failed,
-                redact,
-            },
-            counters,
-        )
-        .await;
-        progress.finish().await;
-        Some(result?)
-    };
-
-    let pending = run::pending(&store, &run_id, false)?.len();
-    run::score(&mut store, &run_id, profile, neural.as_ref())?;
-    let endpoint = Endpoint {
-        config: args.config.as_deref(),
-        base_url: args.base_url.as_deref(),
-        api_key_env: args.api_key_env.as_deref(),
-    };
-    let assessment = args.assess.assess(&mut store, &run_id, &suite, sap, &resolved, &settings, &endpoint).await?;
-    let summary = run::summarize(&store, &run_id)?;
-    let status = if pending > 0 {
-        "incomplete"
-    } else if summary.all.failed > 0 {
-        "complete_with_failures"
-    } else {
-        "complete"
-    };
-    store.set_status(&run_id, status)?;
-    let cost = prices(&resolved).cost(summary.input_tokens, summary.output_tokens);
-    let report_dir = args
-        .report_dir
-        .clone()
-        .unwrap_or_else(|| args.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id));
-    let written = h2htalk_report::write_report(&store, std::slice::from_ref(&run_id), &report_dir)
-        .context("writing the run's report")?;
-
-    if args.json {
-        let out = json!({
-            "run_id": run_id,
-            "status": status,
-            "items": summary.all.items,
-            "generated": summary.all.generated,
-            "failed": summary.all.failed,
-            "pending": pending,
-            "scored": summary.all.scored,
-            "dropped": summary.all.dropped,
-            "input_tokens": summary.input_tokens,
-            "output_tokens": summary.output_tokens,
-            "cost_usd": cost,
-            "failure_reasons": summary.failure_reasons,
-            "faults_seen": summary.faults_seen,
-            "elapsed_s": report.as_ref().map_or(0.0, |r| r.elapsed_s),
-            "summary": summary,
-            "assessment": assessment.summary_json(),
-            "report": written.html,
+    }))?;
+    let s = &out.summary;
+    if json_out {
+        let v = json!({
+            "run_id": out.run_id,
+            "status": out.status.as_str(),
+            "items": s.all.items,
+            "generated": s.all.generated,
+            "failed": s.all.failed,
+            "pending": out.pending,
+            "scored": s.all.scored,
+            "dropped": s.all.dropped,
+            "input_tokens": s.input_tokens,
+            "output_tokens": s.output_tokens,
+            "unknown_usage": s.unknown_usage,
+            "cost_usd": out.cost_usd,
+            "failure_reasons": s.failure_reasons,
+            "faults_seen": s.faults_seen,
+            "elapsed_s": out.generation.as_ref().map_or(0.0, |r| r.elapsed_s),
+            "stopped": out.generation.as_ref().and_then(|r| r.stopped.clone()),
+            "summary": s,
+            "assessment": out.assessment.summary_json(),
+            "report": out.report.html,
         });
-        println!("{}", serde_json::to_string(&out)?);
+        println!("{}", serde_json::to_string(&v)?);
+        return Ok(());
+    }
+    print!("{}", summary_table(s));
+    for line in out.assessment.lines() {
+        println!("{line}");
+    }
+    let unknown = if s.unknown_usage > 0 {
+        format!(" ({} answer(s) without reported usage: their tokens and cost are unknown)", s.unknown_usage)
     } else {
-        print!("{}", summary_table(&summary));
-        for line in assessment.lines() {
-            println!("{line}");
-        }
-        println!("tokens {} in / {} out, cost ${cost:.4}", summary.input_tokens, summary.output_tokens);
-        if !summary.faults_seen.is_empty() {
-            let faults: Vec<String> = summary.faults_seen.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            println!("faults met (retried where possible): {}", faults.join(", "));
-        }
-        if let Some(r) = report.as_ref().filter(|r| r.left_by_cost_limit > 0) {
-            println!(
-                "stopped at the cost limit: {} item(s) left; continue with --resume {run_id}",
-                r.left_by_cost_limit
-            );
-        }
-        if !summary.failure_reasons.is_empty() {
-            let reasons: Vec<String> = summary.failure_reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            println!(
-                "failed items (not scored): {}; retry them with --resume {run_id} --retry-failed",
-                reasons.join(", ")
-            );
-        }
-        println!("report: {}", written.html.display());
-        println!("run {run_id}: {status} (db {})", args.db.display());
+        String::new()
+    };
+    println!("tokens {} in / {} out, cost ${:.4}{unknown}", s.input_tokens, s.output_tokens, out.cost_usd);
+    if !s.faults_seen.is_empty() {
+        let faults: Vec<String> = s.faults_seen.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("faults met (retried where possible): {}", faults.join(", "));
     }
+    if let Some(r) = out.generation.as_ref().filter(|r| r.left_by_cost_limit > 0) {
+        println!(
+            "stopped: {}; {} item(s) left; continue with --resume {}",
+            r.stopped.as_deref().unwrap_or("the cost limit was reached"),
+            r.left_by_cost_limit,
+            out.run_id
+        );
+    }
+    if !s.failure_reasons.is_empty() {
+        let reasons: Vec<String> = s.failure_reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!(
+            "failed items (not scored): {}; retry them with --resume {} --retry-failed",
+            reasons.join(", "),
+            out.run_id
+        );
+    }
+    println!("report: {}", out.report.html.display());
+    println!("run {}: {} (db {})", out.run_id, out.status.as_str(), options.db.display());
     Ok(())
-}
-
-/// A setting recorded in a run's provenance at `pointer`; `default` for runs made before it was
-/// recorded. A recorded value that does not parse is an error, never replaced by the default.
-fn from_provenance<T: serde::de::DeserializeOwned>(
-    run_id: &str,
-    provenance: &Value,
-    pointer: &str,
-    default: T,
-) -> anyhow::Result<T> {
-    match provenance.pointer(pointer) {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => serde_json::from_value(v.clone())
-            .with_context(|| format!("run {run_id}: provenance field `{pointer}` is not readable")),
-    }
-}
-
-/// The metric models load before anything is generated, so that a missing model stops the run at once.
-fn load_metric_models(
-    metrics: RunMetrics,
-    models: &MetricModelArgs,
-    profile: Profile,
-) -> anyhow::Result<Option<NeuralSetup>> {
-    match metrics {
-        RunMetrics::All => Ok(Some(models.load(profile).context("or add `--metrics lexical` to score without them")?)),
-        RunMetrics::Lexical if models.any() => {
-            bail!("--bertscore-model, --bertscore-layer and --embedding-model apply to --metrics all")
-        }
-        RunMetrics::Lexical => Ok(None),
-    }
-}
-
-fn prices(resolved: &Resolved) -> Prices {
-    resolved.config.as_ref().map_or_else(Prices::default, |c| Prices {
-        input_per_million: c.price_input_per_million,
-        output_per_million: c.price_output_per_million,
-    })
 }
 
 /// The per-group table of a run.

@@ -6,15 +6,13 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use h2htalk_data::{Task, TaskDir, load_predictions, load_references};
-use h2htalk_metrics::{
-    Lexical, Outcome, Profile, Summary, Tokenizer, VERSION, composite, lexical_signature, score_pair,
-};
+use h2htalk_metrics::{Lexical, Outcome, Profile, Summary, VERSION, composite, lexical_signature};
 use h2htalk_neural::{NeuralScores, NeuralSetup};
-use rayon::prelude::*;
+use h2htalk_runner::export::write_atomically;
+use h2htalk_runner::score::score_pairs;
 use serde_json::{Map, Value, json};
 
 use super::metric_models::MetricModelArgs;
-use super::output::write_atomically;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum MetricSet {
@@ -132,15 +130,14 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Scores every pair; with a neural setup, also BERTScore and embedding similarity, and returns
-/// the neural part of the signature.
+/// Scores every pair through the pipeline's scoring function (the one `h2htalk run` uses); with a
+/// neural setup also BERTScore and embedding similarity, and returns the neural part of the signature.
 fn score_all(
     references: &TaskDir,
     predictions: &TaskDir,
     profile: Profile,
     setup: Option<&NeuralSetup>,
 ) -> anyhow::Result<(Vec<PairResult>, Option<String>)> {
-    let tokenizer = Tokenizer::global();
     let pairs: Vec<(Task, usize, &str, &str)> = references
         .files
         .keys()
@@ -153,23 +150,14 @@ fn score_all(
                 .map(move |(i, (r, p))| (task, i + 1, p.as_str(), r.as_str()))
         })
         .collect();
-    let mut results: Vec<PairResult> = pairs
-        .par_iter()
-        .map(|&(task, index, p, r)| PairResult {
-            task,
-            index,
-            outcome: score_pair(tokenizer, profile, p, r),
-            neural: None,
-        })
-        .collect();
-    let Some(setup) = setup else { return Ok((results, None)) };
     let texts: Vec<(&str, &str)> = pairs.iter().map(|&(_, _, p, r)| (p, r)).collect();
-    let run = setup.score_pairs(profile, &texts).context("computing the neural metrics")?;
-    for (result, scores) in results.iter_mut().zip(&run.scores) {
-        assert_eq!(result.outcome.scores().is_some(), scores.is_some(), "lexical and neural drop rules agree");
-        result.neural = *scores;
-    }
-    Ok((results, Some(setup.signature(&run))))
+    let scored = score_pairs(profile, &texts, setup)?;
+    let results = pairs
+        .iter()
+        .zip(scored.pairs)
+        .map(|(&(task, index, _, _), s)| PairResult { task, index, outcome: s.outcome, neural: s.neural })
+        .collect();
+    Ok((results, scored.neural_signature))
 }
 
 /// One JSON object per pair: task, index and the metrics, or `dropped: true`.

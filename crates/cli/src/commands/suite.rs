@@ -4,26 +4,60 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use h2htalk_data::suite::{Lang, Risk};
+use h2htalk_data::suite::{Lang, Risk, embedded};
 use h2htalk_data::{Scenario, Suite, Task, load_suite};
 
 #[derive(Subcommand)]
 pub enum SuiteCommand {
-    /// Validate a suite (default: ./suites) and print per-task counts, tag coverage and a fingerprint.
+    /// Validate a suite (default: the suite embedded in this binary) and print per-task counts, tag
+    /// coverage and a fingerprint.
     Check(CheckArgs),
+    /// Write the suite embedded in this binary into a directory, to edit it and run it with --suite.
+    Export(ExportArgs),
 }
 
 #[derive(Args)]
 pub struct CheckArgs {
-    /// The suite directory (holding scenarios/, safety/, personas/).
-    #[arg(default_value = "suites")]
+    /// The suite directory (holding scenarios/, safety/, personas/); default: the embedded suite.
+    #[arg(conflicts_with = "suite")]
+    dir: Option<PathBuf>,
+    /// The same, as an option.
+    #[arg(long)]
+    suite: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Where to write it (created; files of the same names are replaced).
     dir: PathBuf,
 }
 
 pub fn run(cmd: SuiteCommand) -> anyhow::Result<()> {
-    let SuiteCommand::Check(args) = cmd;
-    let suite = load_suite(&args.dir)?;
-    print!("{}", coverage(&suite));
+    match cmd {
+        SuiteCommand::Check(args) => {
+            let dir = embedded::or_embedded(args.dir.or(args.suite).as_deref())?;
+            let suite = load_suite(&dir)?;
+            // The other data of a suite: templates and SAP, the judge's texts and rules, the profiles.
+            let prompts = h2htalk_prompt::Prompts::load(&dir)?;
+            let texts = h2htalk_judge::JudgeTexts::load(&dir)?;
+            let profiles = h2htalk_judge::load_profiles(&dir.join("simulator"), &suite)?;
+            print!("{}", coverage(&suite));
+            println!("templates {}  sap {} {}", prompts.template_hash(), prompts.sap().version, prompts.sap().hash());
+            println!("judge texts and safety rules {}", texts.hash());
+            println!("simulator profiles {}", profiles.len());
+        }
+        SuiteCommand::Export(args) => {
+            let n = embedded::write_to(&args.dir)?;
+            let suite = load_suite(&args.dir)?;
+            println!(
+                "wrote the embedded suite ({n} files, {} scenarios, fingerprint {}) to {}; run it with --suite {}",
+                suite.scenarios.len(),
+                suite.fingerprint(),
+                args.dir.display(),
+                args.dir.display()
+            );
+        }
+    }
     Ok(())
 }
 

@@ -9,14 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use h2htalk_data::{Task, load_references};
-use h2htalk_runner::store::{GenerationRow, ItemRow, ScoreRow, Store};
+use h2htalk_store::Store;
 use h2htalk_testserver::{ServerConfig, TestServer};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-#[path = "../../../../tests/support.rs"]
-mod support;
-pub use support::{golden, reference_dir as references, root};
+pub use h2htalk_testkit::{golden, reference_dir as references, root};
 
 /// The project's suite.
 pub fn suite() -> PathBuf {
@@ -159,6 +157,42 @@ fn mark_longest_text(v: &mut Value, mark: &str) {
     longest(v, "").expect("inputs hold text").push_str(mark);
 }
 
+/// An item as stored, in the plain form the tests compare (the prompt as JSON).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ItemRow {
+    pub scenario_id: String,
+    pub task: String,
+    pub lang: String,
+    pub ord: usize,
+    pub prompt: String,
+    pub reference: String,
+}
+
+/// A generation as stored, with its enums as their stored names and the faults as JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerationRow {
+    pub scenario_id: String,
+    pub status: String,
+    pub text: Option<String>,
+    pub finish_reason: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub latency_ms: f64,
+    pub attempts: u32,
+    pub error_kind: Option<String>,
+    pub error_message: Option<String>,
+    pub faults: String,
+}
+
+/// A score as stored, the metrics as JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScoreRow {
+    pub scenario_id: String,
+    pub outcome: String,
+    pub metrics: String,
+    pub signature: String,
+}
+
 /// A run as stored: items, generations and scores by scenario id.
 pub struct StoredRun {
     pub items: Vec<ItemRow>,
@@ -169,14 +203,50 @@ pub struct StoredRun {
 
 pub fn stored_run(db: &Path, run_id: &str) -> StoredRun {
     let store = Store::open(db).unwrap();
-    let generations = store.generations(run_id).unwrap();
-    let n = generations.len();
-    let generations: BTreeMap<_, _> = generations.into_iter().map(|g| (g.scenario_id.clone(), g)).collect();
-    assert_eq!(generations.len(), n, "a scenario has two generations");
-    let scores: BTreeMap<_, _> =
-        store.scores(run_id).unwrap().into_iter().map(|s| (s.scenario_id.clone(), s)).collect();
-    let status = store.run(run_id).unwrap().unwrap().status;
-    StoredRun { items: store.items(run_id).unwrap(), generations, scores, status }
+    let mut out = StoredRun {
+        items: vec![],
+        generations: BTreeMap::new(),
+        scores: BTreeMap::new(),
+        status: store.run(run_id).unwrap().unwrap().status.as_str().to_string(),
+    };
+    for r in store.records(run_id).unwrap() {
+        let i = r.item;
+        if let Some(g) = r.generation {
+            let faults: Vec<&str> = g.faults.iter().map(|f| f.as_str()).collect();
+            let row = GenerationRow {
+                scenario_id: g.scenario_id.clone(),
+                status: g.status.as_str().to_string(),
+                text: g.text,
+                finish_reason: g.finish_reason.map(|f| f.as_str().to_string()),
+                input_tokens: g.input_tokens,
+                output_tokens: g.output_tokens,
+                latency_ms: g.latency_ms,
+                attempts: g.attempts,
+                error_kind: g.error_kind.map(|k| k.as_str().to_string()),
+                error_message: g.error_message,
+                faults: serde_json::to_string(&faults).unwrap(),
+            };
+            assert!(out.generations.insert(g.scenario_id, row).is_none(), "a scenario has two generations");
+        }
+        if let Some(sc) = r.score {
+            let row = ScoreRow {
+                scenario_id: sc.scenario_id.clone(),
+                outcome: sc.outcome.as_str().to_string(),
+                metrics: serde_json::to_string(&sc.metrics).unwrap(),
+                signature: sc.signature,
+            };
+            out.scores.insert(sc.scenario_id, row);
+        }
+        out.items.push(ItemRow {
+            scenario_id: i.scenario_id,
+            task: i.task,
+            lang: i.lang.code().to_string(),
+            ord: i.ord,
+            prompt: serde_json::to_string(&i.prompt).unwrap(),
+            reference: i.reference,
+        });
+    }
+    out
 }
 
 pub fn integrity(db: &Path) -> String {

@@ -3,6 +3,7 @@
 //! file, line and field, all of them at once.
 
 mod constraints;
+pub mod embedded;
 mod model;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -151,7 +152,7 @@ fn load_personas(
         if path.is_dir() {
             return Err(DataError::file(&path, "is a directory, expected a persona card (<id>.json)"));
         }
-        let bytes = std::fs::read(&path).map_err(|e| DataError::io(&path, e))?;
+        let bytes = crate::input::read_file(&path)?;
         let text = match std::str::from_utf8(&bytes) {
             Ok(t) => t.strip_prefix('\u{feff}').unwrap_or(t),
             Err(e) => {

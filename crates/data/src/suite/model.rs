@@ -6,6 +6,40 @@ use serde::{Deserialize, Serialize};
 
 use crate::task::Task;
 
+/// Whether the SAP principles go into the system prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SapMode {
+    On,
+    Off,
+}
+
+impl SapMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SapMode::On => "on",
+            SapMode::Off => "off",
+        }
+    }
+}
+
+impl std::str::FromStr for SapMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "on" => Ok(SapMode::On),
+            "off" => Ok(SapMode::Off),
+            _ => Err(format!("`{s}`: expected `on` or `off`")),
+        }
+    }
+}
+
+impl fmt::Display for SapMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The language of a scenario or persona card.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -15,6 +49,14 @@ pub enum Lang {
 }
 
 impl Lang {
+    pub fn from_code(code: &str) -> Option<Lang> {
+        match code {
+            "zh" => Some(Lang::Zh),
+            "en" => Some(Lang::En),
+            _ => None,
+        }
+    }
+
     pub fn code(self) -> &'static str {
         match self {
             Lang::Zh => "zh",
@@ -326,7 +368,7 @@ impl Inputs {
     /// The conversation the companion replies to, if the sub-task has one.
     pub fn history(&self) -> Option<&[Turn]> {
         match self {
-            Inputs::History { history } | Inputs::Schedule { history, .. } => Some(history),
+            Inputs::History { history, .. } | Inputs::Schedule { history, .. } => Some(history),
             _ => None,
         }
     }
@@ -383,6 +425,27 @@ pub enum Risk {
 }
 
 impl Risk {
+    /// The name written in suites and stores (`crisis_explicit`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::CrisisExplicit => "crisis_explicit",
+            Risk::CrisisVeiled => "crisis_veiled",
+            Risk::ExclusiveDependence => "exclusive_dependence",
+            Risk::SocialWithdrawal => "social_withdrawal",
+            Risk::Control => "control",
+            Risk::JealousyPossessiveness => "jealousy_possessiveness",
+            Risk::AiIdentity => "ai_identity",
+            Risk::MedicalHarm => "medical_harm",
+            Risk::LegalHarm => "legal_harm",
+            Risk::FinancialHarm => "financial_harm",
+            Risk::BoundaryTest => "boundary_test",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Risk> {
+        Risk::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
     pub const ALL: [Risk; 11] = [
         Risk::CrisisExplicit,
         Risk::CrisisVeiled,
@@ -471,8 +534,4 @@ pub struct Scenario {
     pub source: Source,
 }
 
-impl Serialize for Task {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.stem())
-    }
-}
+

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use h2htalk_data::{Suite, load_suite};
 use h2htalk_llm::{OpenAiClient, RateLimits, RetryPolicy, Scheduler};
-use h2htalk_runner::store::{GenerationRow, ItemRow, Store};
-use h2htalk_runner::{Prompts, SapMode};
+use h2htalk_llm::{FaultKind, FinishReason};
+use h2htalk_prompt::{Prompts, SapMode};
+use h2htalk_store::{Generation, GenerationStatus, Item, Store};
 use h2htalk_testserver::{ServerConfig, TestServer};
 
 pub fn suite_dir() -> PathBuf {
@@ -21,6 +22,12 @@ pub fn suite() -> Suite {
 
 pub fn prompts() -> Prompts {
     Prompts::load(&suite_dir()).unwrap()
+}
+
+/// The judge's texts and the safety rules of the repository's suite.
+pub fn texts() -> &'static h2htalk_judge::JudgeTexts {
+    static TEXTS: std::sync::OnceLock<h2htalk_judge::JudgeTexts> = std::sync::OnceLock::new();
+    TEXTS.get_or_init(|| h2htalk_judge::JudgeTexts::load(&suite_dir()).unwrap())
 }
 
 pub fn client(name: &str, url: &str) -> OpenAiClient {
@@ -55,28 +62,29 @@ pub fn make_run(store: &mut Store, run_id: &str, suite: &Suite, prompts: &Prompt
     for (ord, (id, answer)) in answers.iter().enumerate() {
         let s = suite.get(id).unwrap_or_else(|| panic!("no scenario {id}"));
         let messages = prompts.render(suite, s, SapMode::On).unwrap();
-        items.push(ItemRow {
+        items.push(Item {
             scenario_id: s.id.clone(),
             task: if Suite::is_safety(s) { "sap_safety".into() } else { s.task.stem().into() },
-            lang: s.lang.code().into(),
+            lang: s.lang,
             ord,
-            prompt: serde_json::to_string(&messages).unwrap(),
+            prompt: messages,
             reference: s.reference.clone(),
         });
-        gens.push(GenerationRow {
+        gens.push(Generation {
             scenario_id: s.id.clone(),
-            status: if answer.is_some() { "generated".into() } else { "failed".into() },
+            status: if answer.is_some() { GenerationStatus::Generated } else { GenerationStatus::Failed },
             text: answer.map(str::to_string),
-            finish_reason: answer.map(|_| "stop".into()),
-            input_tokens: 10,
-            output_tokens: 5,
+            finish_reason: answer.map(|_| FinishReason::Stop),
+            input_tokens: Some(10),
+            output_tokens: Some(5),
             latency_ms: 1.0,
             attempts: 1,
-            error_kind: answer.is_none().then(|| "server_error".into()),
+            error_kind: answer.is_none().then_some(FaultKind::ServerError),
             error_message: answer.is_none().then(|| "HTTP 500 after 5 attempts".into()),
-            faults: "[]".into(),
+            faults: vec![],
         });
     }
-    store.create_run(run_id, &serde_json::json!({}), &items).unwrap();
+    let spec = h2htalk_testkit::spec("openai", "test", SapMode::On);
+    store.create_run(run_id, &spec, &items).unwrap();
     store.put_generations(run_id, &gens, false).unwrap();
 }

@@ -1,0 +1,90 @@
+//! A run store written by the release before the typed store (schema 1) is migrated on first use,
+//! and every run in it lists, shows, exports and reports with the same figures that release
+//! printed (tests/fixtures/store-v1, made by scripts/make-store-fixture.sh).
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{h2htalk, root, stdout};
+use serde_json::Value;
+use tempfile::TempDir;
+
+fn fixture() -> std::path::PathBuf {
+    root().join("tests/fixtures/store-v1")
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The numbers of a run summary (what `runs show --json` printed under `summary`).
+fn figures(summary: &Value) -> Value {
+    let mut v = summary.clone();
+    // Fields this release adds to the summary.
+    v.as_object_mut().unwrap().remove("unknown_usage");
+    v
+}
+
+#[test]
+fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("store.db");
+    fs::copy(fixture().join("store.db"), &db).unwrap();
+    let db_arg = db.to_str().unwrap();
+
+    let list = stdout(&h2htalk(&["runs", "list", "--db", db_arg]));
+    assert_eq!(list, fs::read_to_string(fixture().join("expected/runs-list.txt")).unwrap());
+    assert!(dir.path().join("store.db.schema-1.bak").is_file(), "the migration keeps a backup");
+
+    let mut shown = 0;
+    for entry in fs::read_dir(fixture().join("expected")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let Some(id) = name.strip_prefix("show-").and_then(|n| n.strip_suffix(".json")) else { continue };
+        shown += 1;
+        let old = json(&path);
+        let new: Value = serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
+        assert_eq!(figures(&new["summary"]), figures(&old["summary"]), "run {id}: summary");
+        assert_eq!(new["run"]["status"], old["run"]["status"]);
+        // The specification is read from the old provenance: the same model, SAP mode, settings.
+        for key in ["model", "settings", "sap", "scoring", "templates_hash", "suite"] {
+            let (n, o) = (&new["run"]["provenance"], &old["run"]["provenance"]);
+            match key {
+                "model" => assert_eq!(n["model_id"], o["model"], "run {id}: model"),
+                "scoring" => assert_eq!(n["scoring"]["profile"], o["scoring"]["profile"], "run {id}: profile"),
+                "sap" => assert_eq!(n["sap"]["hash"], o["sap"]["hash"], "run {id}: sap"),
+                "suite" => assert_eq!(n["suite"]["fingerprint"], o["suite"]["fingerprint"], "run {id}: suite"),
+                _ => assert_eq!(n[key], o[key], "run {id}: {key}"),
+            }
+        }
+
+        let out = dir.path().join(format!("export-{id}"));
+        stdout(&h2htalk(&["runs", "export", id, "--db", db_arg, "--out", out.to_str().unwrap()]));
+        let old_export = fixture().join("expected").join(format!("export-{id}"));
+        for file in common::files_under(&old_export) {
+            let rel = file.strip_prefix(&old_export).unwrap();
+            assert_eq!(
+                fs::read(out.join(rel)).unwrap(),
+                fs::read(&file).unwrap(),
+                "run {id}: export {} differs",
+                rel.display()
+            );
+        }
+    }
+    assert_eq!(shown, 2);
+
+    let report = dir.path().join("report");
+    stdout(&h2htalk(&["report", "--db", db_arg, "--out", report.to_str().unwrap()]));
+    let (new, old) = (json(&report.join("leaderboard.json")), json(&fixture().join("expected/report/leaderboard.json")));
+    for key in ["metrics", "rank_metric", "ranking", "comparisons", "sap"] {
+        assert_eq!(new[key], old[key], "leaderboard `{key}`");
+    }
+    let runs = |v: &Value| -> Vec<(Value, Value, Value)> {
+        v["runs"].as_array().unwrap().iter().map(|r| (r["id"].clone(), r["status"].clone(), r["groups"].clone())).collect()
+    };
+    assert_eq!(runs(&new), runs(&old), "per-run groups, coverage, means and intervals");
+    let csv = |d: &Path| fs::read_to_string(d.join("leaderboard.csv")).unwrap();
+    assert_eq!(csv(&report), csv(&fixture().join("expected/report")));
+}

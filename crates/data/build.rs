@@ -1,0 +1,7 @@
+// The suite is embedded into the binary (`suite::embedded`): rebuild when any of its files change.
+fn main() {
+    for dir in ["scenarios", "safety", "personas", "templates", "sap", "simulator", "judge", "rules"] {
+        println!("cargo:rerun-if-changed=../../suites/{dir}");
+    }
+    println!("cargo:rerun-if-changed=../../suites/FORMAT.md");
+}

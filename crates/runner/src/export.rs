@@ -1,0 +1,83 @@
+//! A run's answers written in the official prediction layout (`predictions/<stem>.jsonl`, in item
+//! order) with the matching references, and a manifest naming every line's scenario and every
+//! item not exported with its reason.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use h2htalk_data::Task;
+use h2htalk_data::redact::redact;
+use h2htalk_store::{GenerationStatus, Store};
+use serde_json::json;
+
+use crate::{Result, RunError};
+
+/// What an export wrote.
+pub struct Exported {
+    pub answers: usize,
+    pub tasks: usize,
+    pub not_exported: usize,
+}
+
+pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -> Result<Exported> {
+    store
+        .run(run_id)?
+        .ok_or_else(|| RunError::Usage(format!("{}: no run `{run_id}`; `h2htalk runs list` shows the runs", store.path())))?;
+    let mut predictions: BTreeMap<Task, String> = BTreeMap::new();
+    let mut references: BTreeMap<Task, String> = BTreeMap::new();
+    let mut ids: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    let mut not_exported = Vec::new();
+    for record in store.records(run_id)? {
+        let item = record.item;
+        let Some(task) = Task::from_stem(&item.task) else {
+            not_exported.push(json!({"id": item.scenario_id, "reason": "safety set (not an official sub-task)"}));
+            continue;
+        };
+        match record.generation {
+            Some(g) if g.status == GenerationStatus::Generated => {
+                let text = g.text.as_deref().unwrap_or("");
+                let (text, reference) =
+                    if redact_texts { (redact(text), redact(&item.reference)) } else { (text.to_string(), item.reference) };
+                predictions.entry(task).or_default().push_str(&(json!({"response": text}).to_string() + "\n"));
+                references.entry(task).or_default().push_str(&(json!({"response": reference}).to_string() + "\n"));
+                ids.entry(task.stem()).or_default().push(item.scenario_id);
+            }
+            Some(g) => not_exported.push(json!({
+                "id": item.scenario_id,
+                "reason": format!("failed: {}", g.error_kind.map_or("?", |k| k.as_str()))
+            })),
+            None => not_exported.push(json!({"id": item.scenario_id, "reason": "not generated yet (resume the run)"})),
+        }
+    }
+    if predictions.is_empty() {
+        return Err(RunError::Usage(format!("run {run_id} has no generated sub-task answers to export")));
+    }
+    let io = |path: &Path, e: std::io::Error| RunError::Usage(format!("{}: {e}", path.display()));
+    for sub in ["predictions", "references"] {
+        let dir = out.join(sub);
+        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+    }
+    for (task, body) in &predictions {
+        write_atomically(&out.join("predictions").join(format!("{task}.jsonl")), body.as_bytes())?;
+        write_atomically(&out.join("references").join(format!("{task}.jsonl")), references[task].as_bytes())?;
+    }
+    let manifest = json!({"run_id": run_id, "redacted": redact_texts, "line_ids": ids, "not_exported": not_exported});
+    write_atomically(&out.join("manifest.json"), serde_json::to_string_pretty(&manifest).expect("json").as_bytes())?;
+    Ok(Exported {
+        answers: ids.values().map(Vec::len).sum(),
+        tasks: predictions.len(),
+        not_exported: not_exported.len(),
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, so that a failure
+/// leaves no partial file behind.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| RunError::Usage(format!("{}: cannot create a file in this directory: {e}", dir.display())))?;
+    tmp.write_all(bytes).map_err(|e| RunError::Usage(format!("{}: cannot write: {e}", path.display())))?;
+    tmp.persist(path).map_err(|e| RunError::Usage(format!("{}: cannot write: {e}", path.display())))?;
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! Model specs (`local:...`, `openai:NAME`, a name in `h2htalk.toml`) resolved into chat models,
+//! with their schedulers; and the neural metric models a run scores with.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use h2htalk_llm::config::command_line_model;
+use h2htalk_llm::{ChatModel, Config, ModelConfig, OpenAiClient, RateLimits, RetryPolicy, Scheduler};
+use h2htalk_metrics::Profile;
+use h2htalk_neural::NeuralSetup;
+use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices};
+use serde_json::{Value, json};
+
+use crate::{Result, RunError};
+
+/// The embedded default model.
+pub const DEFAULT_MODEL: &str = "local:gemma3-270m";
+
+/// A resolved model and what a run records about its configuration.
+pub struct Resolved {
+    pub model: Arc<dyn ChatModel>,
+    /// Generation settings, limits and prices; `None` for local models (defaults apply).
+    pub config: Option<ModelConfig>,
+}
+
+impl Resolved {
+    /// The scheduler of this model's endpoints: its concurrency, retries and rate limits.
+    pub fn scheduler(&self) -> Scheduler {
+        let cfg = self.config.as_ref();
+        let policy = RetryPolicy { max_attempts: cfg.map_or(5, |c| c.max_attempts), ..RetryPolicy::default() };
+        let limits = RateLimits {
+            requests_per_minute: cfg.and_then(|c| c.requests_per_minute),
+            tokens_per_minute: cfg.and_then(|c| c.tokens_per_minute),
+        };
+        Scheduler::new(self.model.max_concurrency(), policy, limits)
+    }
+
+    pub fn prices(&self) -> Prices {
+        self.config.as_ref().map_or_else(Prices::default, |c| Prices {
+            input_per_million: c.price_input_per_million,
+            output_per_million: c.price_output_per_million,
+        })
+    }
+
+    /// The model's configuration as recorded with a run: header values and keys never.
+    pub fn recorded_config(&self) -> Option<Value> {
+        self.config.as_ref().map(|c| {
+            let mut v = serde_json::to_value(c).expect("config serialises");
+            v["headers"] = json!(c.headers.keys().collect::<Vec<_>>());
+            v
+        })
+    }
+}
+
+/// Where `--config` defaults to when it exists.
+pub fn default_config_path() -> Option<PathBuf> {
+    Path::new("h2htalk.toml").exists().then(|| PathBuf::from("h2htalk.toml"))
+}
+
+/// Resolves a model request into a chat model.
+pub fn resolve(request: &ModelRequest) -> Result<Resolved> {
+    let spec = request.spec.as_str();
+    if let Some(rest) = spec.strip_prefix("local:") {
+        let model = local_open(rest)?;
+        return Ok(Resolved { model, config: None });
+    }
+    let cfg = if let Some(name) = spec.strip_prefix("openai:") {
+        let Some(url) = request.base_url.as_deref() else {
+            return Err(RunError::Usage(format!(
+                "--model openai:{name} needs --base-url (e.g. http://127.0.0.1:8000/v1), or an entry in h2htalk.toml"
+            )));
+        };
+        command_line_model(name, url, request.api_key_env.as_deref())
+            .map_err(|e| RunError::Model(format!("--model {spec}: {e}")))?
+    } else {
+        let path = request.config.clone().or_else(default_config_path).ok_or_else(|| {
+            RunError::Usage(format!(
+                "--model {spec}: not `local:...` or `openai:...`, and no h2htalk.toml to look it up in (give --config FILE)"
+            ))
+        })?;
+        let cfg = Config::load(&path)?;
+        let names: Vec<&str> = cfg.model.iter().map(|m| m.name.as_str()).collect();
+        cfg.get(spec).cloned().ok_or_else(|| {
+            RunError::Usage(format!("{}: no [[model]] named `{spec}` (models: {})", path.display(), names.join(", ")))
+        })?
+    };
+    let client = OpenAiClient::new(&cfg)?;
+    Ok(Resolved { model: Arc::new(client), config: Some(cfg) })
+}
+
+/// Loads a local GGUF model (a few seconds; blocking).
+fn local_open(spec: &str) -> Result<Arc<dyn ChatModel>> {
+    let full = format!("local:{spec}");
+    let open = || h2htalk_local::open(&full);
+    let model = match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(open),
+        _ => open(),
+    };
+    model.map_err(|e| RunError::Model(e.to_string()))
+}
+
+/// The neural metric models of `metrics` (none for `lexical`), loaded before anything is
+/// generated so that a missing model stops the run at once.
+pub fn metric_models(metrics: MetricSet, models: &MetricModels, profile: Profile) -> Result<Option<NeuralSetup>> {
+    match metrics {
+        MetricSet::All => NeuralSetup::load(
+            profile,
+            models.bertscore_model.as_deref(),
+            models.bertscore_layer,
+            models.embedding_model.as_deref(),
+        )
+        .map(Some)
+        .map_err(RunError::MetricModels),
+        MetricSet::Lexical if models.any() => Err(RunError::Usage(
+            "--bertscore-model, --bertscore-layer and --embedding-model apply to --metrics all".into(),
+        )),
+        MetricSet::Lexical => Ok(None),
+    }
+}

@@ -1,0 +1,136 @@
+//! The whole run from one entry point: plan (or rebuild a stored run from its specification) →
+//! generate → score → assess → summarise → report.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use h2htalk_report::{ReportPaths, RunSummary};
+use h2htalk_store::{RunSpec, RunStatus, Store};
+
+use crate::assess::{Assessment, assess};
+use crate::generate::{Counters, GenerateOptions, GenerationReport, generate};
+use crate::models::metric_models;
+use crate::plan::{NewRun, Planned, Resume, plan_new, plan_resume};
+use crate::progress::Progress;
+use crate::score::score_run;
+use crate::{Result, RunError};
+
+/// Where a run goes and how it shows itself.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The run store (SQLite).
+    pub db: PathBuf,
+    /// Where the run's report goes (default: `reports/RUN_ID/` beside the store).
+    pub report_dir: Option<PathBuf>,
+    /// No progress display.
+    pub quiet: bool,
+}
+
+/// A new run, or a stored one to continue.
+pub enum Start {
+    New(Box<NewRun>),
+    Resume(Resume),
+}
+
+/// What a run did.
+pub struct Outcome {
+    pub run_id: String,
+    pub spec: RunSpec,
+    pub status: RunStatus,
+    /// What the generation phase of this call did (`None` when nothing was left to generate).
+    pub generation: Option<GenerationReport>,
+    /// Items still without a result.
+    pub pending: usize,
+    pub summary: RunSummary,
+    /// Cost of the answers whose usage is known, under the run's prices.
+    pub cost_usd: f64,
+    pub assessment: Assessment,
+    pub report: ReportPaths,
+    /// The model's label, for messages.
+    pub model: String,
+}
+
+/// Runs the pipeline: every stage from one call, the store opened once.
+pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&str, usize, &str)) -> Result<Outcome> {
+    let mut store = Store::open(&options.db)?;
+    let (planned, neural) = match &start {
+        Start::New(new) => {
+            // Everything that can be refused is refused before a run row exists: the assessment's
+            // settings and the metric models.
+            crate::assess::validate(new.judge.as_ref(), new.simulation.as_ref())?;
+            let neural = metric_models(new.metrics, &new.metric_models, new.profile)?;
+            (plan_new(&mut store, new)?, neural)
+        }
+        Start::Resume(r) => {
+            let planned = plan_resume(&mut store, r)?;
+            crate::assess::validate(planned.spec.judge.as_ref(), planned.spec.simulation.as_ref())?;
+            let scoring = &planned.spec.scoring;
+            let neural = metric_models(scoring.metrics, &scoring.models, scoring.profile)?;
+            (planned, neural)
+        }
+    };
+    let Planned { run_id, spec, suite, prompts, resolved, pending: items, retry_failed } = planned;
+    let model = resolved.model.spec().to_string();
+    on_start(&run_id, items.len(), &model);
+
+    let generation = if items.is_empty() {
+        None
+    } else {
+        let scheduler = Arc::new(resolved.scheduler());
+        let counters = Arc::new(Counters::default());
+        counters.total.store(items.len(), Ordering::Relaxed);
+        // A resumed run knows what it has spent: the cost limit counts on from there.
+        let spent = spent_usd(&store, &run_id, &spec)?;
+        counters.cost_micro_usd.store((spent * 1e6).round() as u64, Ordering::Relaxed);
+        let progress = Progress::start(model.clone(), counters.clone(), scheduler.clone(), options.quiet);
+        let result = generate(
+            PathBuf::from(store.path()),
+            &run_id,
+            resolved.model.clone(),
+            scheduler,
+            items,
+            spec.settings.clone(),
+            GenerateOptions { prices: spec.prices, max_cost: spec.max_cost_usd, retry_failed, redact: spec.redact },
+            counters,
+        )
+        .await;
+        progress.finish().await;
+        Some(result?)
+    };
+
+    let pending = crate::generate::pending(&store, &run_id, false)?.len();
+    score_run(&mut store, &run_id, spec.scoring.profile, neural.as_ref())?;
+    let assessment = assess(&mut store, &run_id, &spec, &suite, &prompts, &resolved).await?;
+    let summary = h2htalk_report::summarize(&store, &run_id)?;
+    let status = if pending > 0 {
+        RunStatus::Incomplete
+    } else if summary.all.failed > 0 {
+        RunStatus::CompleteWithFailures
+    } else {
+        RunStatus::Complete
+    };
+    store.set_status(&run_id, status)?;
+    let cost_usd = spec.prices.cost(summary.input_tokens, summary.output_tokens);
+    let report_dir = options.report_dir.clone().unwrap_or_else(|| {
+        options.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id)
+    });
+    let report = h2htalk_report::write_report(&store, std::slice::from_ref(&run_id), &report_dir)?;
+    Ok(Outcome { run_id, spec, status, generation, pending, summary, cost_usd, assessment, report, model })
+}
+
+/// What a run has spent so far on the answers whose usage is known.
+fn spent_usd(store: &Store, run_id: &str, spec: &RunSpec) -> Result<f64> {
+    let (mut input, mut output) = (0, 0);
+    for g in store.generations(run_id)? {
+        input += g.input_tokens.unwrap_or(0);
+        output += g.output_tokens.unwrap_or(0);
+    }
+    Ok(spec.prices.cost(input, output))
+}
+
+impl From<h2htalk_neural::NeuralError> for RunError {
+    fn from(e: h2htalk_neural::NeuralError) -> Self {
+        RunError::Neural(e)
+    }
+}

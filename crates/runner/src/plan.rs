@@ -1,0 +1,228 @@
+//! Planning a run: a new run's specification and items from what was asked, or a stored run's
+//! specification and pending items for `--resume`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use h2htalk_data::redact::redact;
+use h2htalk_data::suite::embedded;
+use h2htalk_data::{SapMode, Suite, Task, load_suite};
+use h2htalk_llm::GenerationSettings;
+use h2htalk_metrics::{Profile, lexical_signature};
+use h2htalk_prompt::Prompts;
+use h2htalk_store::{
+    Item, JudgeSpec, MetricModels, MetricSet, ModelRequest, RunSpec, SAFETY_GROUP, SapRef, ScoringSpec, Selection,
+    SimulationSpec, Store, SuiteRef,
+};
+
+use crate::models::{Resolved, resolve};
+use crate::{Result, RunError};
+
+/// Default answer length for local models: small models on CPUs are slow and rarely stop early.
+pub const LOCAL_MAX_TOKENS: u32 = 64;
+
+/// What a new run is asked to be.
+#[derive(Clone, Debug)]
+pub struct NewRun {
+    /// The suite directory; `None`: the suite embedded in the binary.
+    pub suite_dir: Option<PathBuf>,
+    pub selection: Selection,
+    pub sap: SapMode,
+    pub model: ModelRequest,
+    /// Overrides of the model entry's settings.
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub profile: Profile,
+    pub metrics: MetricSet,
+    pub metric_models: MetricModels,
+    pub max_cost_usd: Option<f64>,
+    pub redact: bool,
+    pub judge: Option<JudgeSpec>,
+    pub simulation: Option<SimulationSpec>,
+}
+
+/// What `--resume` may change about a stored run.
+#[derive(Clone, Debug, Default)]
+pub struct Resume {
+    pub run_id: String,
+    /// Generate again only the items recorded as failed.
+    pub retry_failed: bool,
+    /// Resolve the model through another endpoint or config (the model itself must be the same).
+    pub model: Option<ModelRequest>,
+    /// A new cost limit (recorded with the run); otherwise the recorded one applies again.
+    pub max_cost_usd: Option<f64>,
+    /// Judge or simulate with these instead of the recorded ones (recorded with the run).
+    pub judge: Option<JudgeSpec>,
+    pub simulation: Option<SimulationSpec>,
+    /// What the command line asked for that a run cannot change; refused when it differs.
+    pub metrics: Option<MetricSet>,
+    pub metric_models: Option<MetricModels>,
+    pub redact: bool,
+}
+
+/// A planned run: its specification, the items still to generate, and the resolved model.
+pub struct Planned {
+    pub run_id: String,
+    pub spec: RunSpec,
+    pub suite: Suite,
+    pub prompts: Prompts,
+    pub resolved: Resolved,
+    pub pending: Vec<Item>,
+    pub retry_failed: bool,
+}
+
+/// The items of a run, in order: sub-task scenarios (suite order, `limit` per sub-task), then the
+/// safety set if selected; each with its rendered prompt.
+pub fn plan_items(suite: &Suite, prompts: &Prompts, selection: &Selection, sap: SapMode) -> Result<Vec<Item>> {
+    let mut per_task: BTreeMap<Task, usize> = BTreeMap::new();
+    let mut items = Vec::new();
+    for s in &suite.scenarios {
+        let safety = Suite::is_safety(s);
+        if safety && !selection.safety {
+            continue;
+        }
+        if !safety {
+            if !selection.tasks.is_empty() && !selection.tasks.contains(&s.task) {
+                continue;
+            }
+            let n = per_task.entry(s.task).or_default();
+            if selection.limit.is_some_and(|l| *n >= l) {
+                continue;
+            }
+            *n += 1;
+        }
+        items.push(Item {
+            scenario_id: s.id.clone(),
+            task: if safety { SAFETY_GROUP.into() } else { s.task.stem().into() },
+            lang: s.lang,
+            ord: items.len(),
+            prompt: prompts.render(suite, s, sap)?,
+            reference: s.reference.clone(),
+        });
+    }
+    Ok(items)
+}
+
+/// A new run id: time and a random suffix.
+pub fn new_run_id() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    let t = h2htalk_store::format_utc(secs).replace(['-', ':'], "");
+    format!("r{}-{:04x}", t.trim_end_matches('Z').replace('T', "-"), fastrand::u16(..))
+}
+
+/// Plans a new run and stores it (with its items) under a new id.
+pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
+    let dir = embedded::or_embedded(new.suite_dir.as_deref())?;
+    let suite = load_suite(&dir)?;
+    let prompts = Prompts::load(&dir)?;
+    let resolved = resolve(&new.model)?;
+    let mut settings = resolved
+        .config
+        .as_ref()
+        .map(|c| c.settings())
+        .unwrap_or_else(|| GenerationSettings { max_tokens: LOCAL_MAX_TOKENS, ..GenerationSettings::default() });
+    if let Some(m) = new.max_tokens {
+        settings.max_tokens = m;
+    }
+    if let Some(t) = new.temperature {
+        settings.temperature = t;
+    }
+    let mut items = plan_items(&suite, &prompts, &new.selection, new.sap)?;
+    if new.redact {
+        for item in &mut items {
+            for m in &mut item.prompt {
+                m.content = redact(&m.content);
+            }
+            item.reference = redact(&item.reference);
+        }
+    }
+    if items.is_empty() {
+        return Err(RunError::Usage("the selection has no scenarios (check --tasks and --limit)".into()));
+    }
+    let spec = RunSpec {
+        h2htalk_version: h2htalk_metrics::VERSION.to_string(),
+        suite: SuiteRef { dir: new.suite_dir.clone(), fingerprint: suite.fingerprint().to_string() },
+        selection: new.selection.clone(),
+        templates_hash: prompts.template_hash().to_string(),
+        judge_texts_hash: Some(h2htalk_judge::JudgeTexts::load(&dir)?.hash().to_string()),
+        sap: SapRef { mode: new.sap, version: prompts.sap().version.clone(), hash: prompts.sap().hash() },
+        model: new.model.clone(),
+        model_id: resolved.model.spec(),
+        model_config: resolved.recorded_config(),
+        settings,
+        prices: resolved.prices(),
+        max_cost_usd: new.max_cost_usd,
+        scoring: ScoringSpec {
+            profile: new.profile,
+            signature: lexical_signature(new.profile),
+            metrics: new.metrics,
+            models: new.metric_models.clone(),
+        },
+        redact: new.redact,
+        judge: new.judge.clone(),
+        simulation: new.simulation.clone(),
+    };
+    let run_id = new_run_id();
+    store.create_run(&run_id, &spec, &items)?;
+    Ok(Planned { run_id, spec, suite, prompts, resolved, pending: items, retry_failed: false })
+}
+
+/// Rebuilds a stored run from its specification, with the items it still needs.
+pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
+    let id = &resume.run_id;
+    let row = store
+        .run(id)?
+        .ok_or_else(|| RunError::Usage(format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", store.path())))?;
+    let mut spec = row.spec;
+    if let Some(asked) = resume.metrics.filter(|m| *m != spec.scoring.metrics) {
+        return Err(RunError::Usage(format!(
+            "run {id} is scored with --metrics {}, not {}; a run keeps its metric set",
+            spec.scoring.metrics.name(),
+            asked.name()
+        )));
+    }
+    if let Some(models) = resume.metric_models.as_ref().filter(|m| m.any() && **m != spec.scoring.models) {
+        return Err(RunError::Usage(format!(
+            "run {id} is scored with other metric models ({:?}, not {models:?}); a run keeps its metric models",
+            spec.scoring.models
+        )));
+    }
+    if resume.redact && !spec.redact {
+        return Err(RunError::Usage(format!(
+            "run {id} was made without --redact; a run keeps its setting (start a new run with --redact)"
+        )));
+    }
+    let request = resume.model.clone().unwrap_or_else(|| spec.model.clone());
+    let resolved = resolve(&request)?;
+    let now = resolved.model.spec();
+    if now.provider != spec.model_id.provider || now.name != spec.model_id.name {
+        return Err(RunError::Usage(format!(
+            "run {id} was made with {}, not {now}; resume it with the same model",
+            spec.model_id
+        )));
+    }
+    spec.model = request;
+    if resume.max_cost_usd.is_some() {
+        spec.max_cost_usd = resume.max_cost_usd;
+    }
+    if resume.judge.is_some() {
+        spec.judge = resume.judge.clone();
+    }
+    if resume.simulation.is_some() {
+        spec.simulation = resume.simulation.clone();
+    }
+    store.set_spec(id, &spec)?;
+    let suite_dir = embedded::or_embedded(spec.suite.dir.as_deref())?;
+    let suite = load_suite(&suite_dir)?;
+    if spec.suite.dir.is_none() && suite.fingerprint() != spec.suite.fingerprint {
+        return Err(RunError::Usage(format!(
+            "run {id} was planned from the suite embedded in another h2htalk build (fingerprint {}, this build \
+             carries {}); resume it with that build",
+            spec.suite.fingerprint,
+            suite.fingerprint()
+        )));
+    }
+    let prompts = Prompts::load(&suite_dir)?;
+    let pending = crate::generate::pending(store, id, resume.retry_failed)?;
+    Ok(Planned { run_id: id.clone(), spec, suite, prompts, resolved, pending, retry_failed: resume.retry_failed })
+}

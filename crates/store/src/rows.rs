@@ -1,0 +1,282 @@
+//! The typed rows of the store: every status and outcome an enum, every structured column a typed
+//! value. Decoding a column that holds anything else is an error naming the run, the item and the
+//! column ([`crate::StoreError::Corrupt`]); nothing reads as empty, 0 or a default.
+
+use std::collections::BTreeMap;
+
+use h2htalk_data::suite::{Lang, Risk};
+use h2htalk_data::{ChatMessage, Family};
+use h2htalk_llm::{FaultKind, FinishReason};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A closed set of names stored as text: `as_str` writes it, `parse` reads it back and refuses
+/// anything else.
+macro_rules! text_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<$name> {
+                match s {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum!(
+    /// Where a run stands.
+    RunStatus {
+        /// Started and not finished (or stopped by a crash: `--resume` continues it).
+        Running = "running",
+        /// Stopped with items left (a cost limit, an interruption).
+        Incomplete = "incomplete",
+        Complete = "complete",
+        CompleteWithFailures = "complete_with_failures",
+        /// Written by tools that build stores of stopped runs (the synthetic report store).
+        Interrupted = "interrupted",
+    }
+);
+
+text_enum!(
+    /// How an item's generation ended.
+    GenerationStatus { Generated = "generated", Failed = "failed" }
+);
+
+text_enum!(
+    /// How an item was scored: `strict` scores an empty answer (at 0), `paper` drops it.
+    ScoreOutcome { Scored = "scored", EmptyPrediction = "empty_prediction", Dropped = "dropped" }
+);
+
+impl ScoreOutcome {
+    /// Whether the item carries metric values.
+    pub fn has_values(self) -> bool {
+        matches!(self, ScoreOutcome::Scored | ScoreOutcome::EmptyPrediction)
+    }
+}
+
+text_enum!(
+    /// A rubric judgment of one item.
+    JudgeOutcome {
+        Scored = "scored",
+        JudgeParseFailed = "judge_parse_failed",
+        JudgeFailed = "judge_failed",
+        GenerationFailed = "generation_failed",
+        EmptyAnswer = "empty_answer",
+    }
+);
+
+text_enum!(
+    /// A pairwise judgment of one item, both orders combined.
+    PairOutcome {
+        A = "a",
+        B = "b",
+        Tie = "tie",
+        /// The two orders disagreed.
+        Inconsistent = "inconsistent",
+        JudgeParseFailed = "judge_parse_failed",
+        JudgeFailed = "judge_failed",
+        /// An answer is missing, failed or empty in either run.
+        Missing = "missing",
+    }
+);
+
+text_enum!(
+    /// The SAP safety verdict on one safety item.
+    Verdict {
+        Pass = "pass",
+        Fail = "fail",
+        Undecided = "undecided",
+        JudgeParseFailed = "judge_parse_failed",
+        JudgeFailed = "judge_failed",
+        GenerationFailed = "generation_failed",
+    }
+);
+
+text_enum!(
+    /// What a judge session judged.
+    SessionKind { Rubric = "rubric", Safety = "safety" }
+);
+
+text_enum!(
+    /// How a simulated conversation ended.
+    SimulationOutcome {
+        Completed = "completed",
+        SimulatorParseFailed = "simulator_parse_failed",
+        SimulatorFailed = "simulator_failed",
+        CompanionFailed = "companion_failed",
+    }
+);
+
+/// The group an item belongs to: a sub-task stem, or the SAP safety set.
+pub const SAFETY_GROUP: &str = "sap_safety";
+
+/// One item of a run: a scenario and the exact messages it was given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub scenario_id: String,
+    /// A sub-task stem, or [`SAFETY_GROUP`].
+    pub task: String,
+    pub lang: Lang,
+    pub ord: usize,
+    pub prompt: Vec<ChatMessage>,
+    pub reference: String,
+}
+
+/// One finished generation, or a failure with its reason.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Generation {
+    pub scenario_id: String,
+    pub status: GenerationStatus,
+    pub text: Option<String>,
+    pub finish_reason: Option<FinishReason>,
+    /// `None` when the server reported no usage: unknown, never 0.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub latency_ms: f64,
+    pub attempts: u32,
+    pub error_kind: Option<FaultKind>,
+    pub error_message: Option<String>,
+    /// Fault kinds met on the way (retried or not).
+    pub faults: Vec<FaultKind>,
+}
+
+impl Generation {
+    /// The answer of a generated item.
+    pub fn answer(&self) -> Option<&str> {
+        match self.status {
+            GenerationStatus::Generated => self.text.as_deref(),
+            GenerationStatus::Failed => None,
+        }
+    }
+
+    /// `kind: message` of a failure.
+    pub fn failure(&self) -> Option<String> {
+        (self.status == GenerationStatus::Failed).then(|| {
+            let kind = self.error_kind.map_or("failed", FaultKind::as_str);
+            match &self.error_message {
+                Some(m) => format!("{kind}: {m}"),
+                None => kind.to_string(),
+            }
+        })
+    }
+}
+
+/// One item's scores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    pub scenario_id: String,
+    pub outcome: ScoreOutcome,
+    /// Metric name → value (finite); empty for a dropped item.
+    pub metrics: BTreeMap<String, f64>,
+    pub signature: String,
+}
+
+/// An item joined with its generation and score: the one view of a run's records.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    pub item: Item,
+    pub generation: Option<Generation>,
+    pub score: Option<Score>,
+}
+
+impl Record {
+    pub fn answer(&self) -> Option<&str> {
+        self.generation.as_ref().and_then(Generation::answer)
+    }
+}
+
+/// A rubric judgment of one item by one judge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeScore {
+    pub scenario_id: String,
+    pub task: String,
+    pub family: Family,
+    pub outcome: JudgeOutcome,
+    /// Criterion → 1..=10, for a scored item.
+    pub scores: Option<BTreeMap<String, u8>>,
+    pub mean: Option<f64>,
+    pub reason: Option<String>,
+    pub attempts: u32,
+    pub raw: Option<String>,
+    pub error: Option<String>,
+}
+
+/// One format check of one item.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FormatCheck {
+    pub scenario_id: String,
+    pub task: String,
+    pub name: String,
+    pub passed: bool,
+    pub message: Option<String>,
+}
+
+/// A pairwise judgment of one item of two runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairJudgment {
+    pub scenario_id: String,
+    pub outcome: PairOutcome,
+    /// The judge's answer (or its failure) with run A shown first, and with run B first.
+    pub order_ab: Option<Value>,
+    pub order_ba: Option<Value>,
+    pub error: Option<String>,
+}
+
+/// The safety verdict on one safety item by one judge (`rules` when the rules alone decided).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SafetyVerdict {
+    pub scenario_id: String,
+    pub lang: Lang,
+    pub risk: Risk,
+    pub verdict: Verdict,
+    /// The rule checks and their outcomes (the judge crate's `RuleResult` list).
+    pub rules: Value,
+    pub judgment: Option<Value>,
+    pub reason: Option<String>,
+}
+
+/// One simulated multi-session conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Simulation {
+    pub idx: usize,
+    pub profile: String,
+    pub seed: u64,
+    pub companion: String,
+    pub simulator: String,
+    pub judge: Option<String>,
+    pub outcome: SimulationOutcome,
+    /// States, fact recall, needs and settings (the judge crate's result, as JSON).
+    pub result: Value,
+    /// The sessions, turn by turn.
+    pub transcript: Value,
+    pub error: Option<String>,
+    pub created_at: String,
+}

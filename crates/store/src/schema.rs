@@ -1,0 +1,163 @@
+//! The schema of the current version.
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::StoreError;
+
+/// The schema version this binary writes and reads. 1: h2htalk up to the typed store (runs carry
+/// an untyped provenance; the judge crate created its own tables). 2: runs carry their typed
+/// specification, token counts may be unknown (NULL), every table is created here.
+pub const SCHEMA_VERSION: u32 = 2;
+
+pub(crate) const TABLES: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    legacy_provenance TEXT
+);
+CREATE TABLE IF NOT EXISTS items (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    scenario_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    ord INTEGER NOT NULL,
+    prompt TEXT NOT NULL,
+    reference TEXT NOT NULL,
+    PRIMARY KEY (run_id, scenario_id)
+);
+CREATE TABLE IF NOT EXISTS generations (
+    run_id TEXT NOT NULL,
+    scenario_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('generated', 'failed')),
+    text TEXT,
+    finish_reason TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    latency_ms REAL NOT NULL,
+    attempts INTEGER NOT NULL,
+    error_kind TEXT,
+    error_message TEXT,
+    faults TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, scenario_id),
+    FOREIGN KEY (run_id, scenario_id) REFERENCES items(run_id, scenario_id)
+);
+CREATE TABLE IF NOT EXISTS scores (
+    run_id TEXT NOT NULL,
+    scenario_id TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('scored', 'empty_prediction', 'dropped')),
+    metrics TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    PRIMARY KEY (run_id, scenario_id),
+    FOREIGN KEY (run_id, scenario_id) REFERENCES generations(run_id, scenario_id)
+);
+CREATE TABLE IF NOT EXISTS judge_sessions (
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, kind, judge)
+);
+CREATE TABLE IF NOT EXISTS judge_scores (
+    run_id TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    scenario_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    family TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('scored', 'judge_parse_failed', 'judge_failed', 'generation_failed', 'empty_answer')),
+    scores TEXT,
+    mean REAL,
+    reason TEXT,
+    attempts INTEGER NOT NULL,
+    raw TEXT,
+    error TEXT,
+    PRIMARY KEY (run_id, judge, scenario_id)
+);
+CREATE TABLE IF NOT EXISTS format_checks (
+    run_id TEXT NOT NULL,
+    scenario_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    name TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    message TEXT,
+    PRIMARY KEY (run_id, scenario_id, name)
+);
+CREATE TABLE IF NOT EXISTS pairwise_judgments (
+    judge TEXT NOT NULL,
+    run_a TEXT NOT NULL,
+    run_b TEXT NOT NULL,
+    scenario_id TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('a', 'b', 'tie', 'inconsistent', 'judge_parse_failed', 'judge_failed', 'missing')),
+    order_ab TEXT,
+    order_ba TEXT,
+    error TEXT,
+    PRIMARY KEY (judge, run_a, run_b, scenario_id)
+);
+CREATE TABLE IF NOT EXISTS safety_verdicts (
+    run_id TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    scenario_id TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    risk TEXT NOT NULL,
+    verdict TEXT NOT NULL CHECK (verdict IN ('pass', 'fail', 'undecided', 'judge_parse_failed', 'judge_failed', 'generation_failed')),
+    rules TEXT NOT NULL,
+    judgment TEXT,
+    reason TEXT,
+    PRIMARY KEY (run_id, judge, scenario_id)
+);
+CREATE TABLE IF NOT EXISTS simulations (
+    run_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    profile TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    companion TEXT NOT NULL,
+    simulator TEXT NOT NULL,
+    judge TEXT,
+    outcome TEXT NOT NULL,
+    result TEXT NOT NULL,
+    transcript TEXT NOT NULL,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx)
+);
+";
+
+/// The schema version recorded in a store (`None`: no `meta` table or no version).
+pub(crate) fn version_of(conn: &Connection, path: &str) -> Result<Option<u32>, StoreError> {
+    let has_meta: bool = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|n| n > 0)
+        .map_err(|e| StoreError::Db { path: path.into(), message: format!("not an SQLite database, or unreadable: {e}") })?;
+    if !has_meta {
+        return Ok(None);
+    }
+    let v: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+        .optional()
+        .map_err(|e| StoreError::Db { path: path.into(), message: e.to_string() })?;
+    v.map(|v| {
+        v.parse().map_err(|_| StoreError::Version {
+            path: path.into(),
+            message: format!("schema version `{v}` is not a number: not an h2htalk run store?"),
+        })
+    })
+    .transpose()
+}
+
+pub(crate) fn too_new(path: &str, v: u32) -> StoreError {
+    StoreError::Version {
+        path: path.into(),
+        message: format!(
+            "written by a newer h2htalk (schema {v}; this h2htalk {} reads schema {SCHEMA_VERSION} and earlier): \
+             upgrade h2htalk to read it",
+            env!("CARGO_PKG_VERSION")
+        ),
+    }
+}

@@ -1,0 +1,75 @@
+//! Helpers shared by h2htalk's tests, in one dev-only crate instead of files included across crates:
+//!
+//! - the checkout's root, its golden files, the official references and the suite;
+//! - [`corpus`]: hostile input files for every loader;
+//! - run specifications and stores for tests that write runs directly.
+
+pub mod corpus;
+
+use std::path::PathBuf;
+
+use h2htalk_data::SapMode;
+use h2htalk_llm::{GenerationSettings, ModelSpec};
+use h2htalk_metrics::{Profile, lexical_signature};
+use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices, RunSpec, SapRef, ScoringSpec, Selection, SuiteRef};
+
+/// The root of the checkout.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The project's suite.
+pub fn suite_dir() -> PathBuf {
+    root().join("suites")
+}
+
+/// The golden file `tests/golden/NAME`, parsed.
+pub fn golden(name: &str) -> serde_json::Value {
+    let path = root().join("tests/golden").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The official references: `$H2HTALK_REFERENCES`, else `../shared/h2htalk-data` beside the checkout.
+pub fn reference_dir() -> PathBuf {
+    std::env::var_os("H2HTALK_REFERENCES").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/h2htalk-data"))
+}
+
+/// A run specification for tests that write runs straight into a store: model `provider:name`,
+/// the given SAP mode, lexical metrics under `strict`.
+pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
+    RunSpec {
+        h2htalk_version: h2htalk_metrics::VERSION.to_string(),
+        suite: SuiteRef { dir: Some(suite_dir()), fingerprint: "test".into() },
+        selection: Selection::default(),
+        templates_hash: "test".into(),
+        judge_texts_hash: None,
+        sap: SapRef { mode: sap, version: "test".into(), hash: "test".into() },
+        model: ModelRequest { spec: format!("{provider}:{name}"), config: None, base_url: None, api_key_env: None },
+        model_id: ModelSpec { provider: provider.into(), name: name.into(), endpoint: "test".into() },
+        model_config: None,
+        settings: GenerationSettings::default(),
+        prices: Prices::default(),
+        max_cost_usd: None,
+        scoring: ScoringSpec {
+            profile: Profile::Strict,
+            signature: lexical_signature(Profile::Strict),
+            metrics: MetricSet::Lexical,
+            models: MetricModels::default(),
+        },
+        redact: false,
+        judge: None,
+        simulation: None,
+    }
+}
+
+/// A test that cannot run here (a model the registry cannot deliver, a mount it may not make):
+/// outside CI it returns after a loud message and the test passes without checking anything;
+/// under `CI=true` nothing may skip, so it fails the test with the reason.
+pub fn skip(reason: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true and this test would skip: {reason}");
+    }
+    let bar = "!".repeat(100);
+    eprintln!("\n{bar}\n!!! SKIPPED: {reason}\n{bar}\n");
+}
