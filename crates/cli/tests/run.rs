@@ -435,3 +435,25 @@ fn a_resumed_run_keeps_its_spending_and_its_cost_limit() {
         serde_json::from_slice(&h2htalk(&["runs", "show", &id, "--db", db.to_str().unwrap(), "--json"]).stdout).unwrap();
     assert_eq!(show["run"]["provenance"]["max_cost_usd"].as_f64(), Some(spent + 0.5));
 }
+
+/// `--resume` with only `--base-url` (no `--model`) asks the new endpoint: a flag given on resume is
+/// never dropped.
+#[test]
+fn a_resumed_run_uses_a_new_base_url_given_without_model() {
+    let rt = runtime();
+    let filtered = Faults { content_filter: 1.0, ..Faults::default() };
+    let a = rt.block_on(TestServer::start(ServerConfig { faults: filtered, ..Default::default() }, 0)).unwrap();
+    let b = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let first = json_run(&a, &db, &["--tasks", "dialogue_base", "--limit", "1"]);
+    assert_eq!(first["failed"].as_u64(), Some(1), "{first}");
+    let id = first["run_id"].as_str().unwrap();
+    let out = h2htalk(&[
+        "run", "--resume", id, "--retry-failed", "--base-url", &b.base_url(), "--db", db.to_str().unwrap(), "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((again["generated"].as_u64(), again["failed"].as_u64()), (Some(1), Some(0)), "{again}");
+    assert!(b.counters.requests.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+}

@@ -47,8 +47,8 @@ pub struct Resume {
     pub run_id: String,
     /// Generate again only the items recorded as failed.
     pub retry_failed: bool,
-    /// Resolve the model through another endpoint or config (the model itself must be the same).
-    pub model: Option<ModelRequest>,
+    /// Resolve the model through another endpoint, key or config (the model itself must be the same).
+    pub model: ModelOverrides,
     /// A new cost limit (recorded with the run); otherwise the recorded one applies again.
     pub max_cost_usd: Option<f64>,
     /// Judge or simulate with these instead of the recorded ones (recorded with the run).
@@ -58,6 +58,15 @@ pub struct Resume {
     pub metrics: Option<MetricSet>,
     pub metric_models: Option<MetricModels>,
     pub redact: bool,
+}
+
+/// Parts of the recorded model request that `--resume` replaces (each only when given).
+#[derive(Clone, Debug, Default)]
+pub struct ModelOverrides {
+    pub spec: Option<String>,
+    pub config: Option<PathBuf>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
 }
 
 /// A planned run: its specification, the items still to generate, and the resolved model.
@@ -192,7 +201,13 @@ pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
             "run {id} was made without --redact; a run keeps its setting (start a new run with --redact)"
         )));
     }
-    let request = resume.model.clone().unwrap_or_else(|| spec.model.clone());
+    let o = &resume.model;
+    let request = ModelRequest {
+        spec: o.spec.clone().unwrap_or_else(|| spec.model.spec.clone()),
+        config: o.config.clone().or_else(|| spec.model.config.clone()),
+        base_url: o.base_url.clone().or_else(|| spec.model.base_url.clone()),
+        api_key_env: o.api_key_env.clone().or_else(|| spec.model.api_key_env.clone()),
+    };
     let resolved = resolve(&request)?;
     let now = resolved.model.spec();
     if now.provider != spec.model_id.provider || now.name != spec.model_id.name {

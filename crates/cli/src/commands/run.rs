@@ -8,6 +8,7 @@ use h2htalk_metrics::Profile;
 use h2htalk_report::RunSummary;
 use h2htalk_runner::models::DEFAULT_MODEL;
 use h2htalk_runner::pipeline::{RunOptions, Start};
+use h2htalk_runner::plan::ModelOverrides;
 use h2htalk_runner::{NewRun, Resume};
 use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec};
 use serde_json::json;
@@ -151,7 +152,12 @@ impl RunArgs {
             Some(run_id) => Start::Resume(Resume {
                 run_id: run_id.clone(),
                 retry_failed: self.retry_failed,
-                model: self.model_request(self.model.clone()),
+                model: ModelOverrides {
+                    spec: self.model.clone(),
+                    config: self.config.clone(),
+                    base_url: self.base_url.clone(),
+                    api_key_env: self.api_key_env.clone(),
+                },
                 max_cost_usd: self.max_cost,
                 judge: self.assess.judge(),
                 simulation: self.assess.simulation(),
