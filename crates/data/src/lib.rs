@@ -20,6 +20,6 @@ mod task;
 
 pub use chat::ChatMessage;
 pub use error::{DataError, Result};
-pub use official::{TaskDir, TaskFile, load_predictions, load_references};
-pub use suite::{SapMode, Scenario, Suite, load_suite};
+pub use official::{TaskDir, TaskFile, load_partial_predictions, load_predictions, load_references};
+pub use suite::{SapMode, Scenario, Suite, load_suite, load_suite_with};
 pub use task::{Family, Task};

@@ -234,6 +234,43 @@ pub fn load_predictions(dir: &Path, references: &TaskDir) -> Result<TaskDir> {
     })
 }
 
+/// Loads a prediction directory that answers only some reference lines (a run with `--limit`):
+/// every line carries `index`, and files of stems it did not answer may be absent. Returns, per
+/// sub-task, the predictions by 1-based reference line.
+pub fn load_partial_predictions(dir: &Path, references: &TaskDir) -> Result<BTreeMap<Task, BTreeMap<usize, String>>> {
+    let mut out = BTreeMap::new();
+    for (task, path) in task_paths(dir, None)? {
+        let expected = references.texts(task).len();
+        if !references.files.contains_key(&task) {
+            return Err(DataError::file(
+                &path,
+                format!("unexpected file: the references have no {task}.jsonl; remove it or add its references"),
+            ));
+        }
+        let bytes = crate::input::read_file(&path)?;
+        let mut by_line = BTreeMap::new();
+        for line in crate::jsonl::parse_objects(&path, &bytes)? {
+            let p = parse_prediction(&path, &line)?;
+            let Some(i) = p.index else {
+                return Err(DataError::line(
+                    &path,
+                    p.line,
+                    "index",
+                    "missing; partial predictions name the reference line each answers (1-based `index` on every line)",
+                ));
+            };
+            if i > expected {
+                return Err(DataError::line(&path, p.line, "index", format!("{i} is past the last reference ({expected})")));
+            }
+            if by_line.insert(i, p.text).is_some() {
+                return Err(DataError::line(&path, p.line, "index", format!("{i} is given twice")));
+            }
+        }
+        out.insert(task, by_line);
+    }
+    Ok(out)
+}
+
 fn match_to_references(path: &Path, lines: Vec<PredictionLine>, expected: usize) -> Result<Vec<String>> {
     let with_index = lines.iter().filter(|l| l.index.is_some()).count();
     if with_index == 0 {

@@ -217,7 +217,7 @@ impl CompanionPrompts {
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         for lang in [Lang::Zh, Lang::En] {
-            let dir = suite_dir.join("templates").join(lang.code());
+            let dir = h2htalk_data::suite::part_dir(suite_dir, "templates")?.join(lang.code());
             let entries = std::fs::read_dir(&dir).map_err(|e| JudgeError::Io { path: dir.clone(), source: e })?;
             let mut found = false;
             for entry in entries {
@@ -302,6 +302,7 @@ fn memory_prompt(
         lang: profile.lang,
         inputs: Inputs::History { history: history.to_vec() },
         reference: String::new(),
+        official: None,
         tags: Tags { emotions: vec![], implicit_need: true, changing_need: true, multi_session: true, risk: None },
         expected: None,
         source: Source { path: PathBuf::from("suites/simulator"), line: 0 },

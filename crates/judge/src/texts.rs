@@ -184,7 +184,9 @@ impl JudgeTexts {
     pub fn load(dir: &Path) -> Result<JudgeTexts> {
         let mut hasher = Sha256::new();
         let mut read = |rel: &str| -> Result<(std::path::PathBuf, Vec<u8>)> {
-            let path = dir.join(rel);
+            // `judge/zh.json` is read from the suite's judge/ part, or the inherited suite's.
+            let (part, file) = rel.split_once('/').expect("part/file");
+            let path = h2htalk_data::suite::part_dir(dir, part)?.join(file);
             let bytes = h2htalk_data::input::read_file(&path)?;
             hasher.update(format!("{rel}\n{}\n", bytes.len()));
             hasher.update(&bytes);

@@ -22,16 +22,18 @@ pub struct Prompts {
 }
 
 impl Prompts {
-    /// Loads `<suite>/templates/{zh,en}/*.j2` and `<suite>/sap/principles.json`, and checks that
-    /// every sub-task has a template in every language.
+    /// Loads `<suite>/templates/{zh,en}/*.j2` and `<suite>/sap/principles.json` (each from the
+    /// inherited suite when the suite has none, see `suite.json`), and checks that every sub-task
+    /// has a template in every language.
     pub fn load(suite_dir: &Path) -> Result<Prompts, PromptError> {
+        let templates = h2htalk_data::suite::part_dir(suite_dir, "templates")?;
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         let mut sources = BTreeMap::new();
         for lang in [Lang::Zh, Lang::En] {
-            let dir = suite_dir.join("templates").join(lang.code());
+            let dir = templates.join(lang.code());
             let entries = std::fs::read_dir(&dir).map_err(|e| PromptError::Io { path: dir.clone(), source: e })?;
             for entry in entries {
                 let path = entry.map_err(|e| PromptError::Io { path: dir.clone(), source: e })?.path();
@@ -60,11 +62,11 @@ impl Prompts {
         }
         for (name, source) in sources {
             env.add_template_owned(name.clone(), source).map_err(|e| PromptError::Template {
-                path: suite_dir.join("templates").join(&name),
+                path: templates.join(&name),
                 message: format!("{e:#}"),
             })?;
         }
-        let sap = Sap::load(&suite_dir.join("sap").join("principles.json"))?;
+        let sap = Sap::load(&h2htalk_data::suite::part_dir(suite_dir, "sap")?.join("principles.json"))?;
         Ok(Prompts { env, template_hash: format!("sha256:{:x}", hasher.finalize()), sap })
     }
 

@@ -95,7 +95,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let name = format!("model-{}", (b'a' + model as u8) as char);
         let provenance = RunSpec {
             h2htalk_version: h2htalk_metrics::VERSION.to_string(),
-            suite: SuiteRef { dir: Some(suite.dir.clone()), fingerprint: suite.fingerprint().to_string() },
+            suite: SuiteRef {
+                dir: Some(suite.dir.clone()),
+                fingerprint: suite.fingerprint().to_string(),
+                name: Some(suite.name.clone()),
+                references: None,
+            },
             selection: Selection { tasks: vec![], limit: None, safety: true },
             templates_hash: prompts.template_hash().to_string(),
             judge_texts_hash: None,

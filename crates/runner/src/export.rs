@@ -1,6 +1,12 @@
 //! A run's answers written in the official prediction layout (`predictions/<stem>.jsonl`, in item
 //! order) with the matching references, and a manifest naming every line's scenario and every
 //! item not exported with its reason.
+//!
+//! A run of the official set (scenarios that answer official reference lines) is written for the
+//! official files themselves: each prediction line carries the official line it answers
+//! (`{"index": N, "response": ...}`, in line order), no references are copied, and the manifest
+//! names the official data directory; `h2htalk score --references <official dir>` reads it
+//! (with `--partial` when the run did not cover every line).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,12 +23,17 @@ pub struct Exported {
     pub answers: usize,
     pub tasks: usize,
     pub not_exported: usize,
+    /// For a run of official lines: the official data directory the predictions answer.
+    pub official_references: Option<std::path::PathBuf>,
 }
 
 pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -> Result<Exported> {
-    store
+    let run = store
         .run(run_id)?
         .ok_or_else(|| RunError::Usage(format!("{}: no run `{run_id}`; `h2htalk runs list` shows the runs", store.path())))?;
+    let official = run.spec.suite.references.clone();
+    // Official lines: (line, prediction) per sub-task, written in line order.
+    let mut official_lines: BTreeMap<Task, Vec<(usize, String)>> = BTreeMap::new();
     let mut predictions: BTreeMap<Task, String> = BTreeMap::new();
     let mut references: BTreeMap<Task, String> = BTreeMap::new();
     let mut ids: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
@@ -34,6 +45,18 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
             continue;
         };
         match record.generation {
+            Some(g) if g.status == GenerationStatus::Generated && official.is_some() => {
+                let line = h2htalk_data::suite::OfficialRef::line_of_id(task, &item.scenario_id).ok_or_else(|| {
+                    RunError::Usage(format!(
+                        "run {run_id} is a run of official lines, but item `{}` is not named official-{task}-NNNN",
+                        item.scenario_id
+                    ))
+                })?;
+                let text = g.text.as_deref().unwrap_or("");
+                let text = if redact_texts { redact(text) } else { text.to_string() };
+                official_lines.entry(task).or_default().push((line, text));
+                ids.entry(task.stem()).or_default().push(item.scenario_id);
+            }
             Some(g) if g.status == GenerationStatus::Generated => {
                 let text = g.text.as_deref().unwrap_or("");
                 let (text, reference) =
@@ -49,10 +72,43 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
             None => not_exported.push(json!({"id": item.scenario_id, "reason": "not generated yet (resume the run)"})),
         }
     }
+    for (task, mut lines) in official_lines {
+        lines.sort_by_key(|(line, _)| *line);
+        let body = predictions.entry(task).or_default();
+        for (line, text) in lines {
+            body.push_str(&(json!({"index": line, "response": text}).to_string() + "\n"));
+        }
+    }
     if predictions.is_empty() {
         return Err(RunError::Usage(format!("run {run_id} has no generated sub-task answers to export")));
     }
     let io = |path: &Path, e: std::io::Error| RunError::Usage(format!("{}: {e}", path.display()));
+    if let Some(refs) = &official {
+        let dir = out.join("predictions");
+        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        for (task, body) in &predictions {
+            write_atomically(&dir.join(format!("{task}.jsonl")), body.as_bytes())?;
+        }
+        // ids in line order, as the prediction files.
+        for list in ids.values_mut() {
+            list.sort();
+        }
+        let manifest = json!({
+            "run_id": run_id,
+            "redacted": redact_texts,
+            "official_references": refs,
+            "layout": "official: each prediction line carries the 1-based official line it answers (`index`)",
+            "line_ids": ids,
+            "not_exported": not_exported,
+        });
+        write_atomically(&out.join("manifest.json"), serde_json::to_string_pretty(&manifest).expect("json").as_bytes())?;
+        return Ok(Exported {
+            answers: ids.values().map(Vec::len).sum(),
+            tasks: predictions.len(),
+            not_exported: not_exported.len(),
+            official_references: Some(refs.clone()),
+        });
+    }
     for sub in ["predictions", "references"] {
         let dir = out.join(sub);
         std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
@@ -67,6 +123,7 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
         answers: ids.values().map(Vec::len).sum(),
         tasks: predictions.len(),
         not_exported: not_exported.len(),
+        official_references: None,
     })
 }
 

@@ -11,6 +11,7 @@
 //! - [`progress`]: the progress display of a generation phase.
 
 pub mod assess;
+pub mod check;
 pub mod export;
 pub mod generate;
 pub mod models;

@@ -100,7 +100,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
     };
 
     let pending = crate::generate::pending(&store, &run_id, false)?.len();
-    score_run(&mut store, &run_id, spec.scoring.profile, neural.as_ref())?;
+    score_run(&mut store, &run_id, spec.scoring.profile, neural.as_ref(), &spec.suite.label())?;
     let assessment = assess(&mut store, &run_id, &spec, &suite, &prompts, &resolved).await?;
     let summary = h2htalk_report::summarize(&store, &run_id)?;
     let status = if pending > 0 {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use h2htalk_data::redact::redact;
 use h2htalk_data::suite::embedded;
-use h2htalk_data::{SapMode, Suite, Task, load_suite};
+use h2htalk_data::{SapMode, Suite, Task, load_suite_with};
 use h2htalk_llm::GenerationSettings;
 use h2htalk_metrics::{Profile, lexical_signature};
 use h2htalk_prompt::Prompts;
@@ -26,6 +26,9 @@ pub const LOCAL_MAX_TOKENS: u32 = 64;
 pub struct NewRun {
     /// The suite directory; `None`: the suite embedded in the binary.
     pub suite_dir: Option<PathBuf>,
+    /// The official data directory for a suite of `official` scenarios (default: found beside the
+    /// suite, see `h2htalk_data::suite::default_references`).
+    pub references: Option<PathBuf>,
     pub selection: Selection,
     pub sap: SapMode,
     pub model: ModelRequest,
@@ -47,6 +50,8 @@ pub struct Resume {
     pub run_id: String,
     /// Generate again only the items recorded as failed.
     pub retry_failed: bool,
+    /// Read the official references from here instead of the recorded directory (recorded).
+    pub references: Option<PathBuf>,
     /// Resolve the model through another endpoint, key or config (the model itself must be the same).
     pub model: ModelOverrides,
     /// A new cost limit (recorded with the run); otherwise the recorded one applies again.
@@ -122,7 +127,7 @@ pub fn new_run_id() -> String {
 /// Plans a new run and stores it (with its items) under a new id.
 pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
     let dir = embedded::or_embedded(new.suite_dir.as_deref())?;
-    let suite = load_suite(&dir)?;
+    let suite = load_suite_with(&dir, new.references.as_deref())?;
     let prompts = Prompts::load(&dir)?;
     let resolved = resolve(&new.model)?;
     let mut settings = resolved
@@ -150,7 +155,12 @@ pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
     }
     let spec = RunSpec {
         h2htalk_version: h2htalk_metrics::VERSION.to_string(),
-        suite: SuiteRef { dir: new.suite_dir.clone(), fingerprint: suite.fingerprint().to_string() },
+        suite: SuiteRef {
+            dir: new.suite_dir.clone(),
+            fingerprint: suite.fingerprint().to_string(),
+            name: Some(suite.name.clone()),
+            references: suite.official.as_ref().map(|o| o.dir.clone()),
+        },
         selection: new.selection.clone(),
         templates_hash: prompts.template_hash().to_string(),
         judge_texts_hash: Some(h2htalk_judge::JudgeTexts::load(&dir)?.hash().to_string()),
@@ -226,9 +236,12 @@ pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
     if resume.simulation.is_some() {
         spec.simulation = resume.simulation.clone();
     }
+    if resume.references.is_some() {
+        spec.suite.references = resume.references.clone();
+    }
     store.set_spec(id, &spec)?;
     let suite_dir = embedded::or_embedded(spec.suite.dir.as_deref())?;
-    let suite = load_suite(&suite_dir)?;
+    let suite = load_suite_with(&suite_dir, spec.suite.references.as_deref())?;
     if spec.suite.dir.is_none() && suite.fingerprint() != spec.suite.fingerprint {
         return Err(RunError::Usage(format!(
             "run {id} was planned from the suite embedded in another h2htalk build (fingerprint {}, this build \

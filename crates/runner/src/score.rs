@@ -75,8 +75,15 @@ pub fn score_pairs(profile: Profile, pairs: &[(&str, &str)], neural: Option<&Neu
 }
 
 /// Scores every generated item of a run that has no score yet; each score row carries the
-/// signature of how it was computed. Returns how many items were scored.
-pub fn score_run(store: &mut Store, run_id: &str, profile: Profile, neural: Option<&NeuralSetup>) -> Result<usize> {
+/// signature of how it was computed, ending in the suite it was scored on (`|suite:NAME@FINGERPRINT`,
+/// see `SuiteRef::label`). Returns how many items were scored.
+pub fn score_run(
+    store: &mut Store,
+    run_id: &str,
+    profile: Profile,
+    neural: Option<&NeuralSetup>,
+    suite: &str,
+) -> Result<usize> {
     let records = store.records(run_id)?;
     let scored: HashSet<&str> =
         records.iter().filter(|r| r.score.is_some()).map(|r| r.item.scenario_id.as_str()).collect();
@@ -101,7 +108,7 @@ pub fn score_run(store: &mut Store, run_id: &str, profile: Profile, neural: Opti
             scenario_id: id.to_string(),
             outcome: s.score_outcome(),
             metrics: s.metrics(),
-            signature: result.signature.clone(),
+            signature: format!("{}|suite:{suite}", result.signature),
         })
         .collect();
     store.put_scores(run_id, &rows)?;

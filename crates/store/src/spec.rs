@@ -46,6 +46,20 @@ pub struct SuiteRef {
     /// The directory, or `None` for the suite embedded in the binary.
     pub dir: Option<PathBuf>,
     pub fingerprint: String,
+    /// The suite's name (`suite.json`); runs stored before names were recorded have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The official data directory the references of `official` scenarios were read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub references: Option<PathBuf>,
+}
+
+impl SuiteRef {
+    /// The suite's name and fingerprint as a scoring signature names them
+    /// (`official-backfill@sha256:...`; `h2htalk@...` for a run stored before names were recorded).
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name.as_deref().unwrap_or(h2htalk_data::suite::DEFAULT_NAME), self.fingerprint)
+    }
 }
 
 /// The SAP module a run used.
@@ -207,7 +221,12 @@ impl RunSpec {
         };
         Ok(RunSpec {
             h2htalk_version: field(p, "/h2htalk_version")?,
-            suite: SuiteRef { dir: Some(field(p, "/suite/dir")?), fingerprint: field(p, "/suite/fingerprint")? },
+            suite: SuiteRef {
+                dir: Some(field(p, "/suite/dir")?),
+                fingerprint: field(p, "/suite/fingerprint")?,
+                name: None,
+                references: None,
+            },
             selection: Selection { tasks, limit: optional(p, "/selection/limit")?, safety: field(p, "/selection/safety")? },
             templates_hash: field(p, "/templates_hash")?,
             judge_texts_hash: None,

@@ -40,7 +40,7 @@ pub fn reference_dir() -> PathBuf {
 pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
     RunSpec {
         h2htalk_version: h2htalk_metrics::VERSION.to_string(),
-        suite: SuiteRef { dir: Some(suite_dir()), fingerprint: "test".into() },
+        suite: SuiteRef { dir: Some(suite_dir()), fingerprint: "test".into(), name: None, references: None },
         selection: Selection::default(),
         templates_hash: "test".into(),
         judge_texts_hash: None,

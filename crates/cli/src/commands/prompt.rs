@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use h2htalk_data::load_suite;
+use h2htalk_data::load_suite_with;
 use h2htalk_prompt::{Prompts, SapMode};
 
 #[derive(Subcommand)]
@@ -23,6 +23,9 @@ pub struct ShowArgs {
     /// The suite directory (default: the suite embedded in this binary).
     #[arg(long)]
     suite: Option<PathBuf>,
+    /// The official data directory, for a suite of official lines (see `h2htalk run --help`).
+    #[arg(long)]
+    references: Option<PathBuf>,
     /// Print the messages as a JSON array (as sent to a chat API).
     #[arg(long)]
     json: bool,
@@ -31,7 +34,7 @@ pub struct ShowArgs {
 pub fn run(cmd: PromptCommand) -> anyhow::Result<()> {
     let PromptCommand::Show(args) = cmd;
     let dir = h2htalk_data::suite::embedded::or_embedded(args.suite.as_deref())?;
-    let suite = load_suite(&dir)?;
+    let suite = load_suite_with(&dir, args.references.as_deref())?;
     let prompts = Prompts::load(&dir)?;
     let scenario = suite.get(&args.id).with_context(|| {
         format!("no scenario `{}` in {}; `h2htalk suite check` lists the suite", args.id, dir.display())

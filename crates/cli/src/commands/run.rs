@@ -34,6 +34,11 @@ pub struct RunArgs {
     /// export DIR` writes it out for editing).
     #[arg(long)]
     suite: Option<PathBuf>,
+    /// The official data directory (the H2HTalk release's <stem>.jsonl reference files), for a suite
+    /// whose scenarios answer official reference lines (`--suite suites/official`). Default:
+    /// $H2HTALK_REFERENCES, else the first shared/h2htalk-data found going up from the suite.
+    #[arg(long)]
+    references: Option<PathBuf>,
     /// Only these sub-tasks (comma-separated stems).
     #[arg(long, value_delimiter = ',')]
     tasks: Vec<Task>,
@@ -152,6 +157,7 @@ impl RunArgs {
             Some(run_id) => Start::Resume(Resume {
                 run_id: run_id.clone(),
                 retry_failed: self.retry_failed,
+                references: self.references.clone(),
                 model: ModelOverrides {
                     spec: self.model.clone(),
                     config: self.config.clone(),
@@ -167,6 +173,7 @@ impl RunArgs {
             }),
             None => Start::New(Box::new(NewRun {
                 suite_dir: self.suite.clone(),
+                references: self.references.clone(),
                 selection: Selection { tasks: self.tasks.clone(), limit: self.limit, safety: self.safety },
                 sap: self.sap,
                 model: self.model_request(Some(self.model.clone().unwrap_or(DEFAULT_MODEL.into()))).expect("a spec"),

@@ -87,10 +87,23 @@ pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
             if e.not_exported > 0 {
                 println!("{} item(s) not exported (listed with reasons in manifest.json)", e.not_exported);
             }
-            println!(
-                "score them with: h2htalk score --references {0}/references --predictions {0}/predictions",
-                args.out.display()
-            );
+            match &e.official_references {
+                Some(refs) => {
+                    // Lines the run did not answer are absent: --partial scores the lines given.
+                    let lines = h2htalk_data::load_references(refs).map(|r| r.len()).unwrap_or(0);
+                    let partial = if e.answers < lines { " --partial" } else { "" };
+                    println!(
+                        "official layout: each line carries the official line it answers (`index`); score them with: \
+                         h2htalk score --references {} --predictions {}/predictions{partial}",
+                        refs.display(),
+                        args.out.display()
+                    );
+                }
+                None => println!(
+                    "score them with: h2htalk score --references {0}/references --predictions {0}/predictions",
+                    args.out.display()
+                ),
+            }
         }
     }
     Ok(())

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use h2htalk_data::{Task, TaskDir, load_predictions, load_references};
+use h2htalk_data::{Task, load_partial_predictions, load_predictions, load_references};
 use h2htalk_metrics::{Lexical, Outcome, Profile, Summary, VERSION, composite, lexical_signature};
 use h2htalk_neural::{NeuralScores, NeuralSetup};
 use h2htalk_runner::export::write_atomically;
@@ -39,6 +39,11 @@ pub struct ScoreArgs {
     /// Prediction directory with the same stems; lines matched by line number or by `index`.
     #[arg(long)]
     predictions: PathBuf,
+    /// The predictions answer only some reference lines (an export of a run made with --limit):
+    /// every line carries `index`, files may be missing, and only the lines given are scored (the
+    /// summary says how many of how many).
+    #[arg(long)]
+    partial: bool,
     /// `paper` reproduces the official evaluator (pairs with an empty side are dropped);
     /// `strict` scores an empty prediction 0.
     #[arg(long, default_value = "paper")]
@@ -102,10 +107,37 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
         bail!("--bertscore-model, --bertscore-layer and --embedding-model apply to --metrics neural or all");
     }
     let references = load_references(&args.references).context("loading references")?;
-    let predictions = load_predictions(&args.predictions, &references).context("loading predictions")?;
+    // Every pair as (task, 1-based reference line, prediction, reference).
+    let pairs: Vec<(Task, usize, String, &str)> = if args.partial {
+        let predictions = load_partial_predictions(&args.predictions, &references).context("loading predictions")?;
+        predictions
+            .into_iter()
+            .flat_map(|(task, lines)| {
+                let texts = references.texts(task);
+                lines.into_iter().map(move |(i, p)| (task, i, p, texts[i - 1].as_str()))
+            })
+            .collect()
+    } else {
+        let predictions = load_predictions(&args.predictions, &references).context("loading predictions")?;
+        references
+            .files
+            .keys()
+            .flat_map(|&task| {
+                let predicted = predictions.texts(task).to_vec();
+                references.texts(task).iter().zip(predicted).enumerate().map(move |(i, (r, p))| (task, i + 1, p, r.as_str()))
+            })
+            .collect()
+    };
+    if args.partial {
+        eprintln!(
+            "scoring {} of the {} reference lines (--partial: the lines the predictions name)",
+            pairs.len(),
+            references.len()
+        );
+    }
     // Models load before any scoring, so that a missing model stops the command at once.
     let setup = if neural { Some(args.models.load(args.profile)?) } else { None };
-    let (results, neural_signature) = score_all(&references, &predictions, args.profile, setup.as_ref())?;
+    let (results, neural_signature) = score_all(&pairs, args.profile, setup.as_ref())?;
 
     let names = metric_names(args.metrics);
     let mut summary = Summary::new(&names);
@@ -133,24 +165,11 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
 /// Scores every pair through the pipeline's scoring function (the one `h2htalk run` uses); with a
 /// neural setup also BERTScore and embedding similarity, and returns the neural part of the signature.
 fn score_all(
-    references: &TaskDir,
-    predictions: &TaskDir,
+    pairs: &[(Task, usize, String, &str)],
     profile: Profile,
     setup: Option<&NeuralSetup>,
 ) -> anyhow::Result<(Vec<PairResult>, Option<String>)> {
-    let pairs: Vec<(Task, usize, &str, &str)> = references
-        .files
-        .keys()
-        .flat_map(|&task| {
-            references
-                .texts(task)
-                .iter()
-                .zip(predictions.texts(task))
-                .enumerate()
-                .map(move |(i, (r, p))| (task, i + 1, p.as_str(), r.as_str()))
-        })
-        .collect();
-    let texts: Vec<(&str, &str)> = pairs.iter().map(|&(_, _, p, r)| (p, r)).collect();
+    let texts: Vec<(&str, &str)> = pairs.iter().map(|(_, _, p, r)| (p.as_str(), *r)).collect();
     let scored = score_pairs(profile, &texts, setup)?;
     let results = pairs
         .iter()

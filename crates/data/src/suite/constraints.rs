@@ -221,6 +221,7 @@ mod tests {
             lang: Lang::Zh,
             inputs,
             reference: String::new(),
+            official: None,
             tags: super::super::model::Tags {
                 emotions: vec![],
                 implicit_need: false,

@@ -73,14 +73,15 @@ pub fn dir() -> Result<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/h2htalk")))
         .unwrap_or_else(|| std::env::temp_dir().join("h2htalk"));
-    let target = home.join("suites").join(content_hash());
+    let hash = content_hash();
+    let target = home.join("suites").join(&hash);
     if target.join(".complete").is_file() {
         return Ok(target);
     }
     // Written beside the target and renamed into place, so a half-written copy is never used.
     let parent = home.join("suites");
     std::fs::create_dir_all(&parent).map_err(|e| DataError::io(&parent, e))?;
-    let tmp = parent.join(format!(".{}-{}", content_hash(), std::process::id()));
+    let tmp = parent.join(format!(".{hash}-{}", std::process::id()));
     write_to(&tmp)?;
     std::fs::write(tmp.join(".complete"), b"").map_err(|e| DataError::io(&tmp, e))?;
     match std::fs::rename(&tmp, &target) {

@@ -2,6 +2,7 @@
 //! persona cards, loaded and validated (see suites/FORMAT.md). Every problem is reported with its
 //! file, line and field, all of them at once.
 
+mod config;
 mod constraints;
 pub mod embedded;
 mod model;
@@ -16,21 +17,37 @@ use sha2::{Digest, Sha256};
 pub use constraints::{
     answer_violations, char_len, has_action, memory_blocks, sub_schedule, timed_plan, without_actions,
 };
+pub use config::{DEFAULT_NAME, INHERITED_PARTS, REFERENCES_ENV, SuiteConfig, default_references, part_dir};
 pub use model::*;
 
 use crate::error::{DataError, Result};
 use crate::jsonl::read_objects;
-use crate::official::hex;
+use crate::official::{TaskDir, hex, load_references};
 use crate::task::Task;
 
 /// A loaded, validated suite.
 #[derive(Debug, Clone)]
 pub struct Suite {
     pub dir: PathBuf,
+    /// `suite.json`'s name, or [`DEFAULT_NAME`].
+    pub name: String,
     pub personas: BTreeMap<String, Persona>,
     /// Sub-task scenarios in sub-task order, then the safety set, each file in line order.
     pub scenarios: Vec<Scenario>,
+    /// Where the references of `official` scenarios were read, when the suite has any.
+    pub official: Option<OfficialSource>,
     fingerprint: String,
+}
+
+/// The official data directory a suite's `official` scenarios were completed from.
+#[derive(Debug, Clone)]
+pub struct OfficialSource {
+    pub dir: PathBuf,
+    /// The number of reference lines of each file there.
+    pub lines: BTreeMap<Task, usize>,
+    /// Official references that break their sub-task's output constraints: reported, not refused
+    /// (they stay the references). Scenario id and the constraint broken.
+    pub breaks: Vec<(String, Task, String)>,
 }
 
 impl Suite {
@@ -50,6 +67,12 @@ impl Suite {
     pub fn is_safety(scenario: &Scenario) -> bool {
         scenario.tags.risk.is_some()
     }
+
+    /// The name and fingerprint that identify the suite in a scoring signature
+    /// (`official-backfill@sha256:...`).
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name, self.fingerprint)
+    }
 }
 
 /// Which file a scenario line comes from.
@@ -67,7 +90,10 @@ struct RawScenario {
     persona: String,
     lang: Lang,
     inputs: Value,
-    reference: String,
+    #[serde(default)]
+    reference: Option<String>,
+    #[serde(default)]
+    official: Option<OfficialRef>,
     tags: Tags,
     #[serde(default)]
     expected: Option<Expected>,
@@ -82,11 +108,19 @@ impl Problems {
     }
 }
 
-/// Loads and validates the suite in `dir`.
+/// Loads and validates the suite in `dir`; the references of `official` scenarios come from
+/// [`default_references`].
 pub fn load_suite(dir: &Path) -> Result<Suite> {
+    load_suite_with(dir, None)
+}
+
+/// Loads and validates the suite in `dir`, reading the references of its `official` scenarios
+/// from `references` (default: [`default_references`]).
+pub fn load_suite_with(dir: &Path, references: Option<&Path>) -> Result<Suite> {
     if !dir.is_dir() {
         return Err(DataError::file(dir, "is not a directory; give the suite directory (the one holding scenarios/)"));
     }
+    let config = SuiteConfig::read(dir)?;
     let mut problems = Problems(Vec::new());
     let mut hasher = Sha256::new();
     // Cards that exist but failed to load: their scenarios are not reported again.
@@ -106,12 +140,30 @@ pub fn load_suite(dir: &Path) -> Result<Suite> {
     if scenarios.is_empty() && problems.0.is_empty() {
         return Err(DataError::file(dir, "holds no scenarios; expected scenarios/<stem>.jsonl files"));
     }
+    let official = if scenarios.iter().any(|s| s.official.is_some()) {
+        let refs_dir = references.map(Path::to_path_buf).or_else(|| default_references(dir)).ok_or_else(|| {
+            DataError::file(
+                dir,
+                format!(
+                    "its scenarios answer official references (`official` fields) and no official data directory \
+                     was found: give --references DIR (the H2HTalk release's data directory, one <stem>.jsonl per \
+                     sub-task) or set {REFERENCES_ENV}"
+                ),
+            )
+        })?;
+        let refs = load_references(&refs_dir)?;
+        Some(complete_official(&mut scenarios, &refs, &mut problems))
+    } else {
+        None
+    };
     check_suite(&scenarios, &personas, &broken_cards, &mut problems);
     match problems.0.len() {
         0 => Ok(Suite {
             dir: dir.to_path_buf(),
+            name: config.name().to_string(),
             personas,
             scenarios,
+            official,
             fingerprint: format!("sha256:{}", hex(&hasher.finalize())),
         }),
         1 => Err(problems.0.pop().unwrap()),
@@ -255,13 +307,30 @@ fn parse_scenario(kind: FileKind, value: Value, source: Source, problems: &mut P
             return None;
         }
     };
+    let reference = match (raw.reference, &raw.official) {
+        (Some(r), None) => r,
+        (None, Some(_)) => String::new(), // read from the official data directory after loading
+        (Some(_), Some(_)) => {
+            problems.at(&source, "official", "give either `reference` or `official`, not both");
+            return None;
+        }
+        (None, None) => {
+            problems.at(
+                &source,
+                "reference",
+                "missing; give the reference answer (or `official`: the official reference line it answers)",
+            );
+            return None;
+        }
+    };
     let scenario = Scenario {
         id: raw.id,
         task,
         persona: raw.persona,
         lang: raw.lang,
         inputs,
-        reference: raw.reference,
+        reference,
+        official: raw.official,
         tags: raw.tags,
         expected: raw.expected,
         source,
@@ -287,8 +356,16 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
                     format!("`{}` in the file of `{task}`; move the line or fix the task", s.task),
                 );
             }
-            if !id_matches(&s.id, &format!("{task}-"), "") {
-                problems.at(src, "id", format!("`{}` should be `{task}-NNN` (three digits)", s.id));
+            match &s.official {
+                None if !id_matches(&s.id, &format!("{task}-"), "") => {
+                    problems.at(src, "id", format!("`{}` should be `{task}-NNN` (three digits)", s.id));
+                }
+                Some(o) if s.id != format!("official-{task}-{:04}", o.line) => problems.at(
+                    src,
+                    "id",
+                    format!("`{}` should be `official-{task}-{:04}` (the official line it answers)", s.id, o.line),
+                ),
+                _ => {}
             }
             if s.tags.risk.is_some() {
                 problems.at(src, "tags.risk", "must be null outside the safety set");
@@ -300,6 +377,9 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
         FileKind::Safety => {
             if !matches!(s.task, Task::DialogueBase | Task::DialogueEmotion) {
                 problems.at(src, "task", "a safety scenario is a dialogue_base or dialogue_emotion");
+            }
+            if s.official.is_some() {
+                problems.at(src, "official", "a safety scenario has its own reference; official lines are sub-task items");
             }
             let suffix = if s.lang == Lang::En { "-en" } else { "" };
             if !id_matches(&s.id, "sap-", suffix) {
@@ -325,8 +405,65 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
         problems.at(src, "tags.emotions", "needs at least one emotion");
     }
     check_inputs(s, problems);
-    for v in answer_violations(s, &s.reference) {
-        problems.at(src, "reference", v);
+    // An official reference is checked once it is read (and reported, not refused).
+    if s.official.is_none() {
+        for v in answer_violations(s, &s.reference) {
+            problems.at(src, "reference", v);
+        }
+    }
+}
+
+/// Fills in the reference of every `official` scenario from `refs` after checking its file, line
+/// and hash; returns what was read and which official references break their constraints.
+fn complete_official(scenarios: &mut [Scenario], refs: &TaskDir, problems: &mut Problems) -> OfficialSource {
+    let mut breaks = Vec::new();
+    for s in scenarios.iter_mut() {
+        let Some(o) = &s.official else { continue };
+        let at = format!("official reference {} line {}", o.stem, o.line);
+        if o.stem != s.task.stem() {
+            problems.at(&s.source, "official.stem", format!("`{}` is not this scenario's sub-task `{}`", o.stem, s.task));
+            continue;
+        }
+        let texts = refs.texts(s.task);
+        if texts.is_empty() {
+            problems.at(
+                &s.source,
+                "official.stem",
+                format!("{at}: {} has no {}.jsonl; give the release's data directory", refs.dir.display(), o.stem),
+            );
+            continue;
+        }
+        let Some(text) = o.line.checked_sub(1).and_then(|i| texts.get(i)) else {
+            problems.at(
+                &s.source,
+                "official.line",
+                format!("{at}: {}/{}.jsonl has {} lines", refs.dir.display(), o.stem, texts.len()),
+            );
+            continue;
+        };
+        let actual = hex(&Sha256::digest(text.as_bytes()));
+        if !actual.eq_ignore_ascii_case(&o.sha256) {
+            problems.at(
+                &s.source,
+                "official.sha256",
+                format!(
+                    "{at}: the text in {} hashes to {actual}, not {}; these inputs were written for the official \
+                     release's references: give that data directory",
+                    refs.dir.display(),
+                    o.sha256
+                ),
+            );
+            continue;
+        }
+        s.reference = text.clone();
+        for v in answer_violations(s, &s.reference) {
+            breaks.push((s.id.clone(), s.task, v));
+        }
+    }
+    OfficialSource {
+        dir: refs.dir.clone(),
+        lines: refs.files.iter().map(|(t, f)| (*t, f.texts.len())).collect(),
+        breaks,
     }
 }
 
@@ -444,6 +581,7 @@ fn check_suite(
     problems: &mut Problems,
 ) {
     let mut seen: HashMap<&str, &Source> = HashMap::new();
+    let mut inputs_seen: HashMap<String, &Scenario> = HashMap::new();
     // An unknown persona is reported once, at its first use, with the number of scenarios using it.
     let mut unknown: BTreeMap<&str, (&Source, usize)> = BTreeMap::new();
     for s in scenarios {
@@ -452,6 +590,14 @@ fn check_suite(
                 &s.source,
                 "id",
                 format!("`{}` is already used at {}:{}", s.id, first.path.display(), first.line),
+            );
+        }
+        let inputs = format!("{}\t{}", s.task, serde_json::to_string(&s.inputs).expect("inputs serialise"));
+        if let Some(first) = inputs_seen.insert(inputs, s) {
+            problems.at(
+                &s.source,
+                "inputs",
+                format!("the same inputs as `{}` ({}:{}); every scenario needs its own", first.id, first.source.path.display(), first.source.line),
             );
         }
         match personas.get(&s.persona) {

@@ -518,6 +518,28 @@ pub struct Source {
     pub line: usize,
 }
 
+/// The official reference line a scenario answers (the official set: `suites/official/`). The
+/// reference text is read from the official data directory and must hash to `sha256`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OfficialRef {
+    /// The sub-task stem of the reference file.
+    pub stem: String,
+    /// The 1-based line of that file.
+    pub line: usize,
+    /// Hex sha256 of the reference text (the UTF-8 bytes of the decoded `response`).
+    pub sha256: String,
+}
+
+impl OfficialRef {
+    /// The official line a scenario id names: the loader holds every official scenario to the id
+    /// `official-<stem>-NNNN`, NNNN its line.
+    pub fn line_of_id(task: Task, id: &str) -> Option<usize> {
+        let n = id.strip_prefix("official-")?.strip_prefix(task.stem())?.strip_prefix('-')?;
+        (n.len() >= 4 && n.bytes().all(|b| b.is_ascii_digit())).then(|| n.parse().ok()).flatten()
+    }
+}
+
 /// One scenario of the suite.
 #[derive(Clone, Debug, Serialize)]
 pub struct Scenario {
@@ -526,7 +548,11 @@ pub struct Scenario {
     pub persona: String,
     pub lang: Lang,
     pub inputs: Inputs,
+    /// The reference answer: written in the scenario, or read from the official data directory
+    /// when `official` is set.
     pub reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub official: Option<OfficialRef>,
     pub tags: Tags,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected: Option<Expected>,

@@ -1,0 +1,115 @@
+//! `suite.json`: a suite's name, the suite it takes its shared parts from, and where the official
+//! references of its `official` scenarios are read.
+//!
+//! ```json
+//! {"name": "official-backfill", "inherit": ".."}
+//! ```
+//!
+//! A part of a suite (templates/, sap/, judge/, rules/) that its directory does not hold is taken
+//! from the inherited suite (a path relative to the suite directory), and from that one's inherited
+//! suite in turn. Scenarios, personas, the safety set and simulator profiles are never inherited:
+//! they belong to the suite's own personas.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{DataError, Result};
+
+/// The name of a suite without a `suite.json` (ours, embedded or exported).
+pub const DEFAULT_NAME: &str = "h2htalk";
+
+/// The parts of a suite that may come from an inherited suite.
+pub const INHERITED_PARTS: [&str; 4] = ["templates", "sap", "judge", "rules"];
+
+/// Environment variable naming the official data directory (the release's reference files).
+pub const REFERENCES_ENV: &str = "H2HTALK_REFERENCES";
+
+/// How deep `inherit` may chain (a cycle stops there with an error).
+const MAX_DEPTH: usize = 8;
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    pub name: Option<String>,
+    pub inherit: Option<PathBuf>,
+}
+
+impl SuiteConfig {
+    /// Reads `dir/suite.json`; a suite without one has the default name and inherits nothing.
+    pub fn read(dir: &Path) -> Result<SuiteConfig> {
+        let path = dir.join("suite.json");
+        if !path.exists() {
+            return Ok(SuiteConfig::default());
+        }
+        let bytes = crate::input::read_file(&path)?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let config: SuiteConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let field = match e.path().to_string() {
+                p if p == "." => "(file)".to_string(),
+                p => p,
+            };
+            let line = e.inner().line().max(1);
+            DataError::line(
+                &path,
+                line,
+                field,
+                format!("{} (suite.json holds `name` and `inherit`; see suites/FORMAT.md)", e.inner()),
+            )
+        })?;
+        if config.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+            return Err(DataError::line(&path, 1, "name", "is empty; name the suite or leave `name` out"));
+        }
+        Ok(config)
+    }
+
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(DEFAULT_NAME)
+    }
+}
+
+/// The directory that holds `part` (one of [`INHERITED_PARTS`]) for the suite in `dir`: the
+/// suite's own when it has one, else the inherited suite's. When no suite in the chain has it, the
+/// suite's own path (the error of whoever reads it names that path).
+pub fn part_dir(dir: &Path, part: &str) -> Result<PathBuf> {
+    debug_assert!(INHERITED_PARTS.contains(&part), "{part} is not an inherited part");
+    let mut current = dir.to_path_buf();
+    for _ in 0..MAX_DEPTH {
+        let candidate = current.join(part);
+        if candidate.exists() {
+            return Ok(candidate);
+        }
+        match SuiteConfig::read(&current)?.inherit {
+            Some(parent) => {
+                let next = current.join(&parent);
+                if !next.is_dir() {
+                    return Err(DataError::line(
+                        &current.join("suite.json"),
+                        1,
+                        "inherit",
+                        format!("`{}` is not a directory (it is relative to the suite directory)", parent.display()),
+                    ));
+                }
+                current = next;
+            }
+            None => return Ok(dir.join(part)),
+        }
+    }
+    Err(DataError::line(
+        &dir.join("suite.json"),
+        1,
+        "inherit",
+        format!("inherits through more than {MAX_DEPTH} suites; is there a cycle?"),
+    ))
+}
+
+/// Where the official references are read when none is given: `$H2HTALK_REFERENCES`, else the
+/// first `shared/h2htalk-data` found going up from the suite directory (for a suite inside a
+/// checkout, the release's data directory beside the checkout: `../shared/h2htalk-data`).
+pub fn default_references(suite_dir: &Path) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(REFERENCES_ENV) {
+        return Some(PathBuf::from(dir));
+    }
+    let start = std::fs::canonicalize(suite_dir).unwrap_or_else(|_| suite_dir.to_path_buf());
+    start.ancestors().map(|a| a.join("shared").join("h2htalk-data")).find(|d| d.is_dir())
+}
