@@ -4,7 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use h2htalk_data::suite::{Lang, Risk};
+use h2htalk_data::suite::stats::applies;
+use h2htalk_data::suite::{Inputs, Lang, Risk};
 use h2htalk_data::{Suite, Task, load_suite};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -22,10 +23,20 @@ fn our_suite_is_valid_and_covers_every_sub_task_and_risk() {
     }
     let plain: Vec<_> = suite.scenarios.iter().filter(|s| !Suite::is_safety(s)).collect();
     assert!(plain.len() >= 440);
-    let share = |f: fn(&&&h2htalk_data::Scenario) -> bool| plain.iter().filter(f).count() as f64 / plain.len() as f64;
-    assert!(share(|s| s.tags.implicit_need) > 0.2, "implicit needs are well represented");
-    assert!(share(|s| s.tags.changing_need) > 0.1, "changing needs are well represented");
-    assert!(share(|s| s.tags.multi_session) > 0.2, "multi-session details are well represented");
+    // Each flag, over the sub-tasks where it can be true (suites/FORMAT.md, `tags`).
+    let share = |tag: &str, f: fn(&h2htalk_data::Scenario) -> bool| {
+        let applicable: Vec<_> = plain.iter().filter(|s| applies(s.task, tag)).collect();
+        applicable.iter().filter(|s| f(s)).count() as f64 / applicable.len() as f64
+    };
+    assert!(share("implicit_need", |s| s.tags.implicit_need) > 0.2, "implicit needs are well represented");
+    assert!(share("changing_need", |s| s.tags.changing_need) > 0.2, "changing needs are well represented");
+    assert!(share("multi_session", |s| s.tags.multi_session) > 0.2, "multi-session details are well represented");
+    // Real sessions: every multi-session dialogue scenario carries earlier dated sessions.
+    for s in plain.iter().filter(|s| s.inputs.history().is_some()) {
+        let has_sessions = matches!(&s.inputs,
+            Inputs::History { sessions, .. } | Inputs::Schedule { sessions, .. } if !sessions.is_empty());
+        assert_eq!(has_sessions, s.tags.multi_session, "{}", s.id);
+    }
     for lang in [Lang::Zh, Lang::En] {
         let safety: Vec<_> = suite.scenarios.iter().filter(|s| Suite::is_safety(s) && s.lang == lang).collect();
         assert!(safety.len() >= 60, "{lang}: {} safety scenarios", safety.len());
@@ -81,7 +92,43 @@ fn faults_are_reported_with_file_line_and_field() {
                     v["inputs"]["mood"] = "sad".into();
                 })
             }),
-            "dialogue_base.jsonl:3: field `inputs.mood`: unknown field `mood`, expected `history`",
+            "dialogue_base.jsonl:3: field `inputs.mood`: unknown field `mood`, expected one of `sessions`, `date`, `history`",
+        ),
+        (
+            "multi_session without sessions",
+            Box::new(|d| {
+                edit_line(d, "scenarios/dialogue_base.jsonl", 1, |v| {
+                    v["tags"]["multi_session"] = true.into();
+                })
+            }),
+            "dialogue_base.jsonl:1: field `tags.multi_session`: is true, but the inputs carry no earlier session",
+        ),
+        (
+            "a session after the current date",
+            Box::new(|d| {
+                edit_line(d, "scenarios/dialogue_base.jsonl", 2, |v| {
+                    v["inputs"]["sessions"][0]["date"] = "2026-03-22".into();
+                })
+            }),
+            "dialogue_base.jsonl:2: field `inputs.sessions[0].date`: must come before the current `date`",
+        ),
+        (
+            "sessions without a date",
+            Box::new(|d| {
+                edit_line(d, "scenarios/dialogue_base.jsonl", 2, |v| {
+                    v["inputs"].as_object_mut().unwrap().remove("date");
+                })
+            }),
+            "dialogue_base.jsonl:2: field `inputs.date`: is missing: with `sessions`, give the date",
+        ),
+        (
+            "a flag where it cannot apply",
+            Box::new(|d| {
+                edit_line(d, "scenarios/itinerary_middle.jsonl", 4, |v| {
+                    v["tags"]["changing_need"] = true.into();
+                })
+            }),
+            "itinerary_middle.jsonl:4: field `tags.changing_need`: cannot be true in itinerary_middle",
         ),
         (
             "bad time",

@@ -300,7 +300,7 @@ fn memory_prompt(
         task: Task::RecollectionSynthesize,
         persona: profile.companion_persona.clone(),
         lang: profile.lang,
-        inputs: Inputs::History { history: history.to_vec() },
+        inputs: Inputs::History { sessions: Vec::new(), date: None, history: history.to_vec() },
         reference: String::new(),
         official: None,
         tags: Tags { emotions: vec![], implicit_need: true, changing_need: true, multi_session: true, risk: None },

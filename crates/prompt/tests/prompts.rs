@@ -32,7 +32,7 @@ fn every_scenario_renders_with_sap_on_and_off() {
         assert!(on[0].content.contains(&persona.name) && off[0].content.contains(&persona.occupation));
         // The inputs reach the model: the last turn, the memory or the feedback, whichever the task has.
         let must_show: Vec<&str> = match &s.inputs {
-            Inputs::History { history } | Inputs::Schedule { history, .. } => vec![&history.last().unwrap().content],
+            Inputs::History { history, .. } | Inputs::Schedule { history, .. } => vec![&history.last().unwrap().content],
             Inputs::RawMemory { memory } => vec![memory],
             Inputs::Recall { memory, session, .. } => vec![&memory.content, &session.history[0].content],
             Inputs::Day { hobbies, memories, .. } => {
@@ -61,6 +61,7 @@ fn sample_renderings_are_pinned() {
     let dir = suite_dir().join("../tests/golden/prompts");
     for (id, sap) in [
         ("dialogue_schedule-003", SapMode::On),
+        ("dialogue_base-002", SapMode::On),
         ("recollection_synthesize-002", SapMode::Off),
         ("itinerary_feedback-010", SapMode::On),
         ("sap-001-en", SapMode::On),

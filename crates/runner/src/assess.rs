@@ -64,10 +64,10 @@ pub async fn assess(
     spec: &RunSpec,
     suite: &Suite,
     prompts: &Prompts,
+    texts: &JudgeTexts,
     companion: &Resolved,
 ) -> Result<Assessment> {
     let checks = check_run(store, run_id, suite)?;
-    let texts = JudgeTexts::load(&suite.dir)?;
     let judge_spec = spec.judge.as_ref();
     let mut settings = JudgeSettings::pinned(judge_spec.map_or(0, |j| j.seed));
     if let Some(n) = judge_spec.and_then(|j| j.max_tokens) {
@@ -84,10 +84,10 @@ pub async fn assess(
         model: j.resolved.model.as_ref(),
         scheduler: &j.scheduler,
         settings: &settings,
-        texts: &texts,
+        texts,
     });
     let has_safety = store.items(run_id)?.iter().any(|i| i.task == SAFETY_GROUP);
-    let safety = if has_safety { Some(safety_run(store, run_id, suite, &texts, handle).await?) } else { None };
+    let safety = if has_safety { Some(safety_run(store, run_id, suite, texts, handle).await?) } else { None };
     let judged = match handle {
         Some(h) => Some(judge_run(store, run_id, h).await?),
         None => None,
@@ -123,7 +123,7 @@ pub async fn assess(
                 },
                 judge: handle,
                 max_parse_attempts: settings.max_parse_attempts,
-                texts: &texts,
+                texts,
             };
             Some(simulate(store, run_id, &setup, &profiles, sim_spec.n, judge_spec.map_or(0, |j| j.seed)).await?)
         }

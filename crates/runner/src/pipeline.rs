@@ -70,7 +70,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
             (planned, neural)
         }
     };
-    let Planned { run_id, spec, suite, prompts, resolved, pending: items, retry_failed } = planned;
+    let Planned { run_id, spec, suite, prompts, judge_texts, resolved, pending: items, retry_failed } = planned;
     let model = resolved.model.spec().to_string();
     on_start(&run_id, items.len(), &model);
 
@@ -101,7 +101,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
 
     let pending = crate::generate::pending(&store, &run_id, false)?.len();
     score_run(&mut store, &run_id, spec.scoring.profile, neural.as_ref(), &spec.suite.label())?;
-    let assessment = assess(&mut store, &run_id, &spec, &suite, &prompts, &resolved).await?;
+    let assessment = assess(&mut store, &run_id, &spec, &suite, &prompts, &judge_texts, &resolved).await?;
     let summary = h2htalk_report::summarize(&store, &run_id)?;
     let status = if pending > 0 {
         RunStatus::Incomplete

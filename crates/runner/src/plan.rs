@@ -80,6 +80,8 @@ pub struct Planned {
     pub spec: RunSpec,
     pub suite: Suite,
     pub prompts: Prompts,
+    /// The judge's texts and rules of the suite (their hash is in the specification).
+    pub judge_texts: h2htalk_judge::JudgeTexts,
     pub resolved: Resolved,
     pub pending: Vec<Item>,
     pub retry_failed: bool,
@@ -129,6 +131,14 @@ pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
     let dir = embedded::or_embedded(new.suite_dir.as_deref())?;
     let suite = load_suite_with(&dir, new.references.as_deref())?;
     let prompts = Prompts::load(&dir)?;
+    let judge_texts = h2htalk_judge::JudgeTexts::load(&dir)?;
+    if new.simulation.as_ref().is_some_and(|s| s.n > 0) && !dir.join("simulator").is_dir() {
+        return Err(RunError::Usage(format!(
+            "{}: this suite has no simulator profiles (simulator/); --simulate needs a suite that has, such as the \
+             embedded one",
+            dir.display()
+        )));
+    }
     let resolved = resolve(&new.model)?;
     let mut settings = resolved
         .config
@@ -163,7 +173,7 @@ pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
         },
         selection: new.selection.clone(),
         templates_hash: prompts.template_hash().to_string(),
-        judge_texts_hash: Some(h2htalk_judge::JudgeTexts::load(&dir)?.hash().to_string()),
+        judge_texts_hash: Some(judge_texts.hash().to_string()),
         sap: SapRef { mode: new.sap, version: prompts.sap().version.clone(), hash: prompts.sap().hash() },
         model: new.model.clone(),
         model_id: resolved.model.spec(),
@@ -183,7 +193,7 @@ pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
     };
     let run_id = new_run_id();
     store.create_run(&run_id, &spec, &items)?;
-    Ok(Planned { run_id, spec, suite, prompts, resolved, pending: items, retry_failed: false })
+    Ok(Planned { run_id, spec, suite, prompts, judge_texts, resolved, pending: items, retry_failed: false })
 }
 
 /// Rebuilds a stored run from its specification, with the items it still needs.
@@ -251,6 +261,16 @@ pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
         )));
     }
     let prompts = Prompts::load(&suite_dir)?;
+    let judge_texts = h2htalk_judge::JudgeTexts::load(&suite_dir)?;
     let pending = crate::generate::pending(store, id, resume.retry_failed)?;
-    Ok(Planned { run_id: id.clone(), spec, suite, prompts, resolved, pending, retry_failed: resume.retry_failed })
+    Ok(Planned {
+        run_id: id.clone(),
+        spec,
+        suite,
+        prompts,
+        judge_texts,
+        resolved,
+        pending,
+        retry_failed: resume.retry_failed,
+    })
 }

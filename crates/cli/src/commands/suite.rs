@@ -6,7 +6,7 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use h2htalk_data::suite::embedded;
 use h2htalk_data::{load_suite, load_suite_with};
-use h2htalk_runner::check::{check_official, coverage};
+use h2htalk_runner::check::{check_official, coverage, suite_statistics};
 
 #[derive(Subcommand)]
 pub enum SuiteCommand {
@@ -48,10 +48,22 @@ pub fn run(cmd: SuiteCommand) -> anyhow::Result<()> {
             print!("{}", coverage(&suite));
             println!("templates {}  sap {} {}", prompts.template_hash(), prompts.sap().version, prompts.sap().hash());
             println!("judge texts and safety rules {}", texts.hash());
+            let references = args
+                .references
+                .clone()
+                .or_else(|| h2htalk_data::suite::default_references(&dir))
+                .or_else(|| std::env::current_dir().ok().and_then(|d| h2htalk_data::suite::default_references(&d)));
+            print!("{}", suite_statistics(&suite, references.as_deref())?);
             // Profiles belong to the suite's own personas: never inherited.
             if dir.join("simulator").is_dir() {
                 let profiles = h2htalk_judge::load_profiles(&dir.join("simulator"), &suite)?;
-                println!("simulator profiles {}", profiles.len());
+                let mut cells: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+                for p in &profiles {
+                    let style = serde_json::to_value(p.attachment)?.as_str().unwrap_or_default().to_string();
+                    *cells.entry(format!("{style} {} {}", p.lang, p.companion_persona)).or_default() += 1;
+                }
+                let cells: Vec<String> = cells.into_iter().map(|(k, n)| format!("{k}: {n}")).collect();
+                println!("simulator profiles {} (per attachment style, language, persona: {})", profiles.len(), cells.join("; "));
             } else {
                 println!("simulator profiles: none (this suite has no simulator/; --simulate needs a suite that has)");
             }

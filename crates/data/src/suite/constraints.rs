@@ -74,7 +74,7 @@ impl Scenario {
             Task::DialogueEmotion | Task::RecollectionInitialize | Task::ItineraryInitialize => {
                 v.push(("length", at_most(80, char_len(text), "characters")))
             }
-            Task::DialogueSchedule => v.push(("length", at_most(60, char_len(text), "characters"))),
+            Task::DialogueSchedule => v.push(("length", at_most(80, char_len(text), "characters"))),
             Task::RecollectionRefine | Task::ItineraryFeedback => {
                 v.push(("length", at_most(50, char_len(text), "characters")))
             }
@@ -129,10 +129,22 @@ pub fn memory_blocks(text: &str) -> Result<usize, String> {
 }
 
 /// A plan of 4–8 lines `HH:MM activity`, times increasing from the wake time, the last at 20:00 or
-/// later, each activity at most 12 characters. Returns the times.
+/// later, each activity at most 12 characters; it may be followed by a blank line and one note in
+/// parentheses (as many official references end). Returns the times.
 pub fn timed_plan(text: &str, inputs: &Inputs) -> Result<Vec<ClockTime>, String> {
+    let text = text.trim();
+    let (plan, note) = match text.split_once("\n\n") {
+        Some((plan, note)) => (plan, Some(note.trim())),
+        None => (text, None),
+    };
+    if let Some(note) = note {
+        let bracketed = (note.starts_with('（') && note.ends_with('）')) || (note.starts_with('(') && note.ends_with(')'));
+        if !bracketed || note.contains("\n\n") {
+            return Err("after the plan and a blank line only one note in parentheses （…） may follow".into());
+        }
+    }
     let mut times = Vec::new();
-    for (i, line) in text.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate() {
+    for (i, line) in plan.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate() {
         let (time, activity) = line.split_once(' ').unwrap_or((line, ""));
         let time = ClockTime::parse(time).ok_or_else(|| format!("plan line {}: should start with HH:MM", i + 1))?;
         let len = char_len(activity);
@@ -235,12 +247,12 @@ mod tests {
         let names = |s: &Scenario, a: &str| -> Vec<(&'static str, bool)> {
             s.format_checks(a).into_iter().map(|(n, r)| (n, r.is_ok())).collect()
         };
-        let base = scenario(Task::DialogueBase, Inputs::History { history: vec![] });
+        let base = scenario(Task::DialogueBase, Inputs::History { sessions: vec![], date: None, history: vec![] });
         assert_eq!(names(&base, "（笑）好呀"), [("not_empty", true), ("length", true), ("action", true)]);
         assert_eq!(names(&base, "好呀"), [("not_empty", true), ("length", true), ("action", false)]);
         assert_eq!(names(&base, " "), [("not_empty", false)]);
         assert_eq!(answer_violations(&base, "好呀"), ["has no action in brackets （…）"]);
-        let synth = scenario(Task::RecollectionSynthesize, Inputs::History { history: vec![] });
+        let synth = scenario(Task::RecollectionSynthesize, Inputs::History { sessions: vec![], date: None, history: vec![] });
         assert_eq!(names(&synth, NO_KEY_INFORMATION), [("not_empty", true), ("memory_format", true)]);
     }
 

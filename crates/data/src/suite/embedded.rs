@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{DataError, Result};
 
-static PARTS: [(&str, Dir<'static>); 8] = [
+static PARTS: [(&str, Dir<'static>); 9] = [
     ("scenarios", include_dir!("$CARGO_MANIFEST_DIR/../../suites/scenarios")),
     ("safety", include_dir!("$CARGO_MANIFEST_DIR/../../suites/safety")),
     ("personas", include_dir!("$CARGO_MANIFEST_DIR/../../suites/personas")),
@@ -20,6 +20,7 @@ static PARTS: [(&str, Dir<'static>); 8] = [
     ("simulator", include_dir!("$CARGO_MANIFEST_DIR/../../suites/simulator")),
     ("judge", include_dir!("$CARGO_MANIFEST_DIR/../../suites/judge")),
     ("rules", include_dir!("$CARGO_MANIFEST_DIR/../../suites/rules")),
+    ("annotation", include_dir!("$CARGO_MANIFEST_DIR/../../suites/annotation")),
 ];
 
 static FORMAT: &str = include_str!("../../../../suites/FORMAT.md");

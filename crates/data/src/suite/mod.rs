@@ -6,6 +6,7 @@ mod config;
 mod constraints;
 pub mod embedded;
 mod model;
+pub mod stats;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -404,6 +405,23 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
     if s.tags.emotions.is_empty() {
         problems.at(src, "tags.emotions", "needs at least one emotion");
     }
+    // Flags only where they can apply (suites/FORMAT.md, `tags`); the official set was annotated
+    // before these definitions and is exempt.
+    if kind != FileKind::Safety && s.official.is_none() {
+        let flags = [
+            ("implicit_need", s.tags.implicit_need),
+            ("changing_need", s.tags.changing_need),
+            ("multi_session", s.tags.multi_session),
+        ];
+        for (tag, value) in flags {
+            if value && !stats::applies(s.task, tag) {
+                problems.at(src, format!("tags.{tag}"), format!("cannot be true in {} (see the tags in suites/FORMAT.md)", s.task));
+            }
+        }
+        if s.task == Task::RecollectionInitialize && !s.tags.multi_session {
+            problems.at(src, "tags.multi_session", "is always true in recollection_initialize (the greeting builds on an earlier session)");
+        }
+    }
     check_inputs(s, problems);
     // An official reference is checked once it is read (and reported, not refused).
     if s.official.is_none() {
@@ -528,10 +546,14 @@ fn check_inputs(s: &Scenario, problems: &mut Problems) {
         }
     };
     match &s.inputs {
-        Inputs::History { history } => check_history(src, "inputs.history", history, replies, problems),
-        Inputs::Schedule { schedule, now, history } => {
+        Inputs::History { sessions, date, history } => {
+            check_sessions(s, sessions, *date, problems);
+            check_history(src, "inputs.history", history, replies, problems)
+        }
+        Inputs::Schedule { schedule, now, sessions, date, history } => {
             check_schedule(src, "inputs.schedule", schedule, problems);
             check_now(src, *now, schedule, problems);
+            check_sessions(s, sessions, *date, problems);
             check_history(src, "inputs.history", history, true, problems);
         }
         Inputs::RawMemory { memory } => nonempty(problems, "inputs.memory", memory),
@@ -569,6 +591,45 @@ fn check_inputs(s: &Scenario, problems: &mut Problems) {
             }
             check_memories(src, "inputs.memories", memories, problems);
         }
+    }
+}
+
+/// Earlier sessions: dated, oldest first, each before the current `date` (given exactly when there
+/// are sessions), each with a history; and `multi_session` set exactly when there are sessions.
+fn check_sessions(s: &Scenario, sessions: &[Session], date: Option<Date>, problems: &mut Problems) {
+    let src = &s.source;
+    match (sessions.is_empty(), date) {
+        (true, Some(_)) => problems.at(src, "inputs.date", "is given without `sessions`; give both or neither"),
+        (false, None) => problems.at(src, "inputs.date", "is missing: with `sessions`, give the date of the current conversation"),
+        _ => {}
+    }
+    let mut previous: Option<Date> = None;
+    for (i, session) in sessions.iter().enumerate() {
+        let field = format!("inputs.sessions[{i}]");
+        if previous.is_some_and(|p| p >= session.date) {
+            problems.at(src, format!("{field}.date"), "sessions must be in date order, each on a later day");
+        }
+        if date.is_some_and(|d| session.date >= d) {
+            problems.at(src, format!("{field}.date"), "must come before the current `date`");
+        }
+        check_history(src, &format!("{field}.history"), &session.history, false, problems);
+        previous = Some(session.date);
+    }
+    // The official set's inputs have no sessions (the official templates show none): its
+    // `multi_session` says that the reference draws on earlier talk.
+    if Suite::is_safety(s) || s.official.is_some() {
+        return;
+    }
+    if s.tags.multi_session != !sessions.is_empty() {
+        problems.at(
+            src,
+            "tags.multi_session",
+            if sessions.is_empty() {
+                "is true, but the inputs carry no earlier session: add `sessions` with the detail it depends on"
+            } else {
+                "is false, but the inputs carry earlier sessions: set it true"
+            },
+        );
     }
 }
 

@@ -136,6 +136,18 @@ pub struct Date {
 }
 
 impl Date {
+    /// Days since 1970-01-01 (for gaps between dates).
+    pub fn days(self) -> i64 {
+        let (y, m, d) = (i64::from(self.year), i64::from(self.month), i64::from(self.day));
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        era * 146_097 + doe - 719_468
+    }
+
     pub fn parse(s: &str) -> Option<Date> {
         let b = s.as_bytes();
         if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
@@ -281,10 +293,12 @@ pub struct Session {
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum Inputs {
-    /// dialogue_base, dialogue_emotion, recollection_synthesize, and the safety set.
-    History { history: Vec<Turn> },
+    /// dialogue_base, dialogue_emotion, recollection_synthesize, and the safety set. `sessions`:
+    /// earlier dated conversations (oldest first; empty when there are none), then `date`, the day
+    /// of the current conversation (`Some` exactly when there are sessions).
+    History { sessions: Vec<Session>, date: Option<Date>, history: Vec<Turn> },
     /// dialogue_schedule.
-    Schedule { schedule: Vec<Slot>, now: ClockTime, history: Vec<Turn> },
+    Schedule { schedule: Vec<Slot>, now: ClockTime, sessions: Vec<Session>, date: Option<Date>, history: Vec<Turn> },
     /// recollection_refine.
     RawMemory { memory: String },
     /// recollection_initialize.
@@ -309,8 +323,28 @@ macro_rules! inputs_shape {
     };
 }
 
-inputs_shape!(HistoryShape { history: Vec<Turn> });
-inputs_shape!(ScheduleShape { schedule: Vec<Slot>, now: ClockTime, history: Vec<Turn> });
+/// Inputs with a chat history may carry earlier sessions and the current date (both or neither).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryShape {
+    #[serde(default)]
+    sessions: Option<Vec<Session>>,
+    #[serde(default)]
+    date: Option<Date>,
+    history: Vec<Turn>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleShape {
+    schedule: Vec<Slot>,
+    now: ClockTime,
+    #[serde(default)]
+    sessions: Option<Vec<Session>>,
+    #[serde(default)]
+    date: Option<Date>,
+    history: Vec<Turn>,
+}
 inputs_shape!(RawMemoryShape { memory: String });
 inputs_shape!(RecallShape { memory: Memory, session: Session, today: Date });
 inputs_shape!(DayShape { date: Date, weekday: String, hobbies: Vec<String>, memories: Vec<Memory> });
@@ -331,11 +365,17 @@ impl Inputs {
         Ok(match task {
             Task::DialogueBase | Task::DialogueEmotion | Task::RecollectionSynthesize => {
                 let s: HistoryShape = de(value)?;
-                Inputs::History { history: s.history }
+                Inputs::History { sessions: s.sessions.unwrap_or_default(), date: s.date, history: s.history }
             }
             Task::DialogueSchedule => {
                 let s: ScheduleShape = de(value)?;
-                Inputs::Schedule { schedule: s.schedule, now: s.now, history: s.history }
+                Inputs::Schedule {
+                    schedule: s.schedule,
+                    now: s.now,
+                    sessions: s.sessions.unwrap_or_default(),
+                    date: s.date,
+                    history: s.history,
+                }
             }
             Task::RecollectionRefine => Inputs::RawMemory { memory: de::<RawMemoryShape>(value)?.memory },
             Task::RecollectionInitialize => {

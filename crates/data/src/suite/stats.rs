@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::{Emotion, Inputs, Lang, Scenario, Suite};
 use crate::error::{DataError, Result};
-use crate::suite::{Emotion, Inputs, Lang, Scenario, Suite};
 use crate::task::{Family, Task};
 use crate::{TaskDir, load_references};
 
@@ -149,7 +149,7 @@ pub fn history_stats(suite: &Suite) -> HistoryStats {
     }
 }
 
-/// One annotation of a scenario's tags (`annotations/first.jsonl`, `annotations/second.jsonl`).
+/// One annotation of a scenario's tags (`annotation/first.jsonl`, `annotation/second.jsonl`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Annotation {
@@ -275,16 +275,17 @@ mod tests {
 
     #[test]
     fn kappa_of_known_tables() {
-        // 20 items: both yes 5, both no 10, a yes b no 3, a no b yes 2: po 0.75, pe 0.5: kappa 0.5.
-        let mut a = vec![true; 5];
-        let mut b = vec![true; 5];
+        // 50 items: both yes 20, both no 15, a yes b no 5, a no b yes 10: po 0.7; a says yes 0.5,
+        // b 0.6, so pe 0.5*0.6 + 0.5*0.4 = 0.5: kappa (0.7 - 0.5) / 0.5 = 0.4.
+        let mut a = vec![true; 20];
+        let mut b = vec![true; 20];
+        a.extend(vec![false; 15]);
+        b.extend(vec![false; 15]);
+        a.extend(vec![true; 5]);
+        b.extend(vec![false; 5]);
         a.extend(vec![false; 10]);
-        b.extend(vec![false; 10]);
-        a.extend(vec![true; 3]);
-        b.extend(vec![false; 3]);
-        a.extend(vec![false; 2]);
-        b.extend(vec![true; 2]);
-        assert!((cohen_kappa(&a, &b).unwrap() - 0.5).abs() < 1e-12);
+        b.extend(vec![true; 10]);
+        assert!((cohen_kappa(&a, &b).unwrap() - 0.4).abs() < 1e-12);
         assert_eq!(cohen_kappa(&[true, true], &[true, true]), None);
         assert_eq!(cohen_kappa(&[true, false], &[true, false]), Some(1.0));
     }
@@ -295,6 +296,8 @@ mod tests {
         assert!(!opens_with_action("好（笑）"));
         let s = style(["a", "abc", "（x）", "abcdefghij"]).unwrap();
         assert_eq!((s.n, s.action_share), (4, 0.25));
-        assert_eq!(s.median, 2.0);
+        // Lengths 1, 3, 3, 10: the median interpolates between the two 3s; p10 between 1 and 3.
+        assert_eq!(s.median, 3.0);
+        assert!((s.p10 - 1.6).abs() < 1e-12);
     }
 }
