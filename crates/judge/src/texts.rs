@@ -84,6 +84,11 @@ pub struct SimulatorTexts {
     pub only_json: String,
     pub needs_system: String,
     pub needs_user: String,
+    /// How the companion's transcript labels the user: a companion reply line that opens with one
+    /// (and a colon) answers as the user.
+    pub user_labels: Vec<String>,
+    /// Phrases of an assistant stepping out of the persona ("As an AI language model").
+    pub assistant_phrases: Vec<String>,
 }
 
 /// The texts of one language.
@@ -248,9 +253,17 @@ impl JudgeTexts {
                     return Err(invalid(path, field, format!("must contain the placeholder {h}")));
                 }
             }
-            for style in ["secure", "anxious", "avoidant"] {
+            for style in ["secure", "anxious", "avoidant", "fearful"] {
                 if !t.simulator.attachment.contains_key(style) {
                     return Err(invalid(path, "simulator.attachment", format!("missing the style `{style}`")));
+                }
+            }
+            for (field, list) in [
+                ("simulator.user_labels", &t.simulator.user_labels),
+                ("simulator.assistant_phrases", &t.simulator.assistant_phrases),
+            ] {
+                if list.is_empty() || list.iter().any(|w| w.trim().is_empty()) {
+                    return Err(invalid(path, field, "needs one or more non-empty phrases".into()));
                 }
             }
         }
