@@ -34,17 +34,97 @@ pub enum Attachment {
     Secure,
     Anxious,
     Avoidant,
+    /// Fearful-avoidant: wants closeness and fears it, pushes and pulls.
+    Fearful,
 }
 
-/// A point in the conversation: session and turn, both from 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+impl Attachment {
+    pub const ALL: [Attachment; 4] =
+        [Attachment::Secure, Attachment::Anxious, Attachment::Avoidant, Attachment::Fearful];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attachment::Secure => "secure",
+            Attachment::Anxious => "anxious",
+            Attachment::Avoidant => "avoidant",
+            Attachment::Fearful => "fearful",
+        }
+    }
+}
+
+/// How the user's need changes: from the `hidden_need` to the `changed_need.need`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    ComfortToPlan,
+    PlanToComfort,
+    CompanyToSpace,
+    SpaceToCompany,
+    AdviceToListening,
+    ListeningToAdvice,
+    DistractionToDepth,
+    DepthToDistraction,
+}
+
+impl Direction {
+    pub const ALL: [Direction; 8] = [
+        Direction::ComfortToPlan,
+        Direction::PlanToComfort,
+        Direction::CompanyToSpace,
+        Direction::SpaceToCompany,
+        Direction::AdviceToListening,
+        Direction::ListeningToAdvice,
+        Direction::DistractionToDepth,
+        Direction::DepthToDistraction,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::ComfortToPlan => "comfort_to_plan",
+            Direction::PlanToComfort => "plan_to_comfort",
+            Direction::CompanyToSpace => "company_to_space",
+            Direction::SpaceToCompany => "space_to_company",
+            Direction::AdviceToListening => "advice_to_listening",
+            Direction::ListeningToAdvice => "listening_to_advice",
+            Direction::DistractionToDepth => "distraction_to_depth",
+            Direction::DepthToDistraction => "depth_to_distraction",
+        }
+    }
+}
+
+/// How far apart a fact is told and asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Distance {
+    /// Asked later in the session it was told in: recall from the conversation in context.
+    SameSession,
+    /// Asked in the next session: recall through the memories written after one session.
+    NextSession,
+    /// Told in session 1, asked in session 4: memories carried across three session boundaries.
+    ThreeSessions,
+}
+
+impl Distance {
+    pub const ALL: [Distance; 3] = [Distance::SameSession, Distance::NextSession, Distance::ThreeSessions];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Distance::SameSession => "same_session",
+            Distance::NextSession => "next_session",
+            Distance::ThreeSessions => "three_sessions",
+        }
+    }
+}
+
+/// A point in the conversation: session and turn, both from 1 (ordered by session, then turn).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct At {
     pub session: usize,
     pub turn: usize,
 }
 
-/// A fact the user tells in one session and asks about in a later one.
+/// A fact the user tells at one point and asks about at a later one.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fact {
@@ -57,6 +137,7 @@ pub struct Fact {
     pub question: String,
     /// A companion reply that contains any of these (case-insensitive) recalls the fact.
     pub answer_keywords: Vec<String>,
+    pub distance: Distance,
 }
 
 /// The need the user has from a point on.
@@ -64,7 +145,9 @@ pub struct Fact {
 #[serde(deny_unknown_fields)]
 pub struct ChangedNeed {
     pub at: At,
+    /// The need from `at` on, then how the change shows in the user's talk (never announced).
     pub need: String,
+    pub direction: Direction,
 }
 
 /// A user profile (`suites/simulator/<id>.json`).
@@ -86,13 +169,23 @@ pub struct UserProfile {
     pub turns_per_session: usize,
 }
 
+/// Sessions of every profile.
+pub const SESSIONS: usize = 4;
+/// User turns per session.
+pub const TURNS_PER_SESSION: std::ops::RangeInclusive<usize> = 3..=4;
+/// Events (a fact told, a fact asked, the need changing) that may fall on one user turn.
+pub const MAX_EVENTS_PER_TURN: usize = 2;
+
+fn is_cjk(c: char) -> bool {
+    ('\u{3400}'..='\u{9fff}').contains(&c)
+}
+
 fn line_of(text: &str, needle: &str) -> usize {
     text.lines().position(|l| l.contains(needle)).map_or(1, |i| i + 1)
 }
 
-/// Loads every `<id>.json` in `dir` (sorted by name) and checks each against `suite`: the companion
-/// persona exists in the profile's language, sessions and turns are in range, every fact is told
-/// before the session it is asked in, and the need changes inside the conversation.
+/// Loads every `<id>.json` in `dir` (sorted by name), checks each against `suite` ([`load_profile`])
+/// and that no two profiles are the same user.
 pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<UserProfile>> {
     let io = |path: &Path, e| JudgeError::Io { path: path.to_path_buf(), source: e };
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -109,10 +202,32 @@ pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<UserProfile>> {
             message: "holds no profiles (<id>.json); see suites/simulator/".into(),
         });
     }
-    paths.iter().map(|p| load_profile(p, suite)).collect()
+    let profiles: Vec<UserProfile> = paths.iter().map(|p| load_profile(p, suite)).collect::<Result<_>>()?;
+    for (i, p) in profiles.iter().enumerate() {
+        let name = |u: &str| u.split([',', '，']).next().unwrap_or(u).trim().to_string();
+        if let Some(q) = profiles[..i].iter().find(|q| q.user == p.user || name(&q.user) == name(&p.user)) {
+            return Err(JudgeError::Invalid {
+                path: paths[i].clone(),
+                line: 0,
+                field: "user".into(),
+                message: format!(
+                    "the same user (`{}`) as the profile `{}`: every profile is a different user",
+                    name(&p.user),
+                    q.id
+                ),
+            });
+        }
+    }
+    Ok(profiles)
 }
 
-/// Loads and checks one profile file.
+/// Loads and checks one profile file against the rules of `suites/simulator/README.md`: the id names
+/// language, persona and attachment; the companion persona exists in the profile's language; 4
+/// sessions of 3 or 4 turns; the texts are in the profile's language; the need changes inside the
+/// conversation, not at its first turn, and says how the change shows; exactly one fact per
+/// distance, each asked after it is told as its distance says; answer keywords distinct, found in
+/// the fact's text and nowhere else in the profile or the persona card; at most two events a turn.
+/// Every error names the file, the line and the field.
 pub fn load_profile(path: &Path, suite: &Suite) -> Result<UserProfile> {
     let text = h2htalk_data::input::read_text(path)?;
     let mut de = serde_json::Deserializer::from_str(&text);
@@ -150,15 +265,42 @@ pub fn load_profile(path: &Path, suite: &Suite) -> Result<UserProfile> {
         }
         _ => {}
     }
-    if p.sessions < 2 {
+    if p.sessions != SESSIONS {
+        return Err(bad("\"sessions\"", "sessions".into(), format!("must be {SESSIONS}, not {}", p.sessions)));
+    }
+    if !TURNS_PER_SESSION.contains(&p.turns_per_session) {
         return Err(bad(
-            "\"sessions\"",
-            "sessions".into(),
-            "needs at least 2 sessions (memory is carried between them)".into(),
+            "\"turns_per_session\"",
+            "turns_per_session".into(),
+            format!("must be 3 or 4 user turns, not {}", p.turns_per_session),
         ));
     }
-    if p.turns_per_session == 0 {
-        return Err(bad("\"turns_per_session\"", "turns_per_session".into(), "needs at least 1 turn".into()));
+    let base = p.companion_persona.strip_suffix("-en").unwrap_or(&p.companion_persona);
+    let prefix = format!("{}-{base}-{}-", p.lang.code(), p.attachment.as_str());
+    if !p.id.strip_prefix(&prefix).is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(bad(
+            "\"id\"",
+            "id".into(),
+            format!("`{}` must be `{prefix}NN` (language, persona, attachment and two digits)", p.id),
+        ));
+    }
+    let texts: Vec<(String, &str)> = [("user".to_string(), p.user.as_str()), ("hidden_need".into(), &p.hidden_need)]
+        .into_iter()
+        .chain([("changed_need.need".to_string(), p.changed_need.need.as_str())])
+        .chain(p.facts.iter().enumerate().flat_map(|(i, f)| {
+            [(format!("facts[{i}].text"), f.text.as_str()), (format!("facts[{i}].question"), f.question.as_str())]
+        }))
+        .collect();
+    for (field, text) in &texts {
+        let cjk = text.chars().any(is_cjk);
+        if text.trim().is_empty() || (p.lang == Lang::Zh && !cjk) || (p.lang == Lang::En && cjk) {
+            let want = if p.lang == Lang::Zh { "Chinese text" } else { "English text without Chinese characters" };
+            return Err(bad(
+                &format!("\"{}\"", field.rsplit('.').next().unwrap_or(field)),
+                field.clone(),
+                format!("must be {want}"),
+            ));
+        }
     }
     let within = |at: At| (1..=p.sessions).contains(&at.session) && (1..=p.turns_per_session).contains(&at.turn);
     let range = format!("sessions 1–{}, turns 1–{}", p.sessions, p.turns_per_session);
@@ -172,13 +314,49 @@ pub fn load_profile(path: &Path, suite: &Suite) -> Result<UserProfile> {
             "the need must change after the first turn".into(),
         ));
     }
-    if p.facts.is_empty() {
-        return Err(bad("\"facts\"", "facts".into(), "needs at least one fact to be remembered".into()));
+    let shows = if p.lang == Lang::Zh { "表现为" } else { "It shows" };
+    if !p.changed_need.need.contains(shows) {
+        return Err(bad(
+            "\"need\"",
+            "changed_need.need".into(),
+            format!("must say how the change shows in the user's talk, in a clause starting `{shows}`"),
+        ));
     }
+    if p.facts.len() != Distance::ALL.len() {
+        return Err(bad(
+            "\"facts\"",
+            "facts".into(),
+            format!(
+                "needs exactly {} facts, one per distance (same_session, next_session, three_sessions)",
+                Distance::ALL.len()
+            ),
+        ));
+    }
+    let card = suite.personas[&p.companion_persona].clone();
+    let card_text =
+        [card.name, card.occupation, card.relationship, card.temperament, card.daily_life, card.voice, card.note]
+            .into_iter()
+            .chain(card.likes)
+            .chain(card.dislikes)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .to_lowercase();
     for (i, f) in p.facts.iter().enumerate() {
         let needle = format!("\"{}\"", f.id);
+        let fact_bad = |field: &str, message: String| bad(&needle, format!("facts[{i}].{field}"), message);
+        if !f.id.starts_with(|c: char| c.is_ascii_lowercase())
+            || !f.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        {
+            return Err(fact_bad("id", format!("`{}` must be a lowercase slug ([a-z][a-z0-9_-]*)", f.id)));
+        }
         if p.facts[..i].iter().any(|g| g.id == f.id) {
-            return Err(bad(&needle, format!("facts[{i}].id"), format!("`{}` is used twice", f.id)));
+            return Err(fact_bad("id", format!("`{}` is used twice", f.id)));
+        }
+        if p.facts[..i].iter().any(|g| g.distance == f.distance) {
+            return Err(fact_bad(
+                "distance",
+                format!("`{}` is used twice: one fact per distance", f.distance.as_str()),
+            ));
         }
         if !within(f.told) || !within(f.asked) {
             return Err(bad(
@@ -187,20 +365,80 @@ pub fn load_profile(path: &Path, suite: &Suite) -> Result<UserProfile> {
                 format!("`told` and `asked` must be inside the conversation ({range})"),
             ));
         }
-        if f.asked.session <= f.told.session {
-            return Err(bad(
-                &needle,
-                format!("facts[{i}].asked.session"),
-                "must be a later session than `told`".into(),
+        if f.asked <= f.told {
+            return Err(fact_bad(
+                "asked",
+                format!(
+                    "session {} turn {} must come after `told` (session {} turn {})",
+                    f.asked.session, f.asked.turn, f.told.session, f.told.turn
+                ),
             ));
         }
-        if f.answer_keywords.is_empty() || f.answer_keywords.iter().any(|k| k.trim().is_empty()) {
-            return Err(bad(
-                &needle,
-                format!("facts[{i}].answer_keywords"),
-                "needs one or more non-empty keywords".into(),
-            ));
+        let fits = match f.distance {
+            Distance::SameSession => f.asked.session == f.told.session,
+            Distance::NextSession => f.asked.session == f.told.session + 1,
+            Distance::ThreeSessions => f.told.session == 1 && f.asked.session == 4,
+        };
+        if !fits {
+            let rule = match f.distance {
+                Distance::SameSession => "`asked` in the session of `told`",
+                Distance::NextSession => "`asked` in the session after `told`",
+                Distance::ThreeSessions => "`told` in session 1 and `asked` in session 4",
+            };
+            return Err(fact_bad("distance", format!("`{}` needs {rule}", f.distance.as_str())));
         }
+        let kws: Vec<String> = f.answer_keywords.iter().map(|k| k.to_lowercase()).collect();
+        if kws.is_empty() || kws.iter().any(|k| k.trim().is_empty()) {
+            return Err(fact_bad("answer_keywords", "needs one or more non-empty keywords".into()));
+        }
+        if let Some((j, k)) = kws.iter().enumerate().find(|(j, k)| kws[..*j].contains(k)) {
+            return Err(fact_bad(&format!("answer_keywords[{j}]"), format!("`{k}` is given twice")));
+        }
+        if p.lang == Lang::En {
+            if let Some(k) = kws.iter().find(|k| k.chars().count() < 3 && !k.chars().all(|c| c.is_ascii_digit())) {
+                return Err(fact_bad(
+                    "answer_keywords",
+                    format!("`{k}` is shorter than 3 characters (it would match inside other words)"),
+                ));
+            }
+        }
+        if !kws.iter().any(|k| f.text.to_lowercase().contains(k.as_str())) {
+            return Err(fact_bad("answer_keywords", "none of them occurs in `text`".into()));
+        }
+        let own_text = format!("facts[{i}].text");
+        for k in &kws {
+            if let Some((field, _)) =
+                texts.iter().find(|(field, t)| *field != own_text && t.to_lowercase().contains(k.as_str()))
+            {
+                return Err(fact_bad(
+                    "answer_keywords",
+                    format!("`{k}` also occurs in `{field}`: saying it would not show recall"),
+                ));
+            }
+            if card_text.contains(k.as_str()) {
+                return Err(fact_bad(
+                    "answer_keywords",
+                    format!(
+                        "`{k}` occurs in the persona card `{}`: saying it would not show recall",
+                        p.companion_persona
+                    ),
+                ));
+            }
+        }
+    }
+    let mut events: BTreeMap<At, usize> = BTreeMap::new();
+    for at in p.facts.iter().flat_map(|f| [f.told, f.asked]).chain([p.changed_need.at]) {
+        *events.entry(at).or_default() += 1;
+    }
+    if let Some((at, n)) = events.iter().find(|(_, n)| **n > MAX_EVENTS_PER_TURN) {
+        return Err(bad(
+            "\"facts\"",
+            "facts".into(),
+            format!(
+                "{n} events (facts told or asked, the need changing) fall on session {} turn {}; at most {MAX_EVENTS_PER_TURN}",
+                at.session, at.turn
+            ),
+        ));
     }
     Ok(p)
 }
@@ -225,8 +463,7 @@ impl CompanionPrompts {
                 if path.extension().is_none_or(|e| e != "j2") {
                     continue;
                 }
-                let source =
-                    h2htalk_data::input::read_text(&path)?;
+                let source = h2htalk_data::input::read_text(&path)?;
                 let file = path.file_name().unwrap().to_string_lossy().to_string();
                 found |= file == "simulator_companion.j2";
                 env.add_template_owned(format!("{}/{file}", lang.code()), source).map_err(|e| JudgeError::Invalid {
@@ -443,6 +680,81 @@ pub fn simulator_turn_message(
     out
 }
 
+/// The clauses of a need worth testing for verbatim: split at punctuation, the part before how the
+/// change shows (`表现为` / `It shows`), and long enough not to occur by chance (10 characters in
+/// Chinese, 5 words in English).
+fn need_clauses(lang: Lang, need: &str) -> Vec<String> {
+    let need = need.split("表现为").next().unwrap_or(need);
+    let need = need.split("It shows").next().unwrap_or(need);
+    need.split(['，', '。', '；', '：', '！', '？', '、', ',', '.', ';', ':', '!', '?'])
+        .map(|c| c.trim().to_lowercase())
+        .filter(|c| match lang {
+            Lang::Zh => c.chars().filter(|ch| !ch.is_whitespace()).count() >= 10,
+            Lang::En => c.split_whitespace().count() >= 5,
+        })
+        .collect()
+}
+
+/// Whether a line opens with `label` and a colon (`沈砚：`, `User:`).
+fn speaks_as(line: &str, label: &str) -> bool {
+    let label = label.trim();
+    !label.is_empty()
+        && line.trim_start().strip_prefix(label).is_some_and(|rest| rest.trim_start().starts_with([':', '：']))
+}
+
+/// Why a simulated user's message breaks role, if it does: it speaks as the companion (a line that
+/// opens with the companion's name and a colon), leaks its instructions (the turn marker `[sStT]` or
+/// a line of the turn message), or says a need outright (a long clause of the hidden or the changed
+/// need, verbatim). Such a message is not passed on: it is retried and counted.
+pub fn simulator_role_break(
+    texts: &SimulatorTexts,
+    profile: &UserProfile,
+    companion: &str,
+    message: &str,
+) -> Option<String> {
+    if message.lines().any(|l| speaks_as(l, companion)) {
+        return Some(format!("speaks as the companion ({companion})"));
+    }
+    let marker = message.match_indices("[s").any(|(i, _)| {
+        let rest = &message[i + 2..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with('t')
+    });
+    let headings =
+        [&texts.told, &texts.todo, &texts.mention, &texts.ask, &texts.changed, &texts.now_need, &texts.only_json];
+    let leaked = headings.iter().map(|h| h.trim()).find(|h| h.chars().count() >= 6 && message.contains(*h));
+    if marker || leaked.is_some() {
+        return Some("leaks the simulator's instructions".into());
+    }
+    let lower = message.to_lowercase();
+    for need in [&profile.hidden_need, &profile.changed_need.need] {
+        if let Some(c) = need_clauses(profile.lang, need).into_iter().find(|c| lower.contains(c.as_str())) {
+            return Some(format!("says the need outright: `{c}`"));
+        }
+    }
+    None
+}
+
+/// Why a companion reply breaks role, if it does: it answers as the user (a line that opens with the
+/// user's label of the transcript or the user's name and a colon), or steps out of the persona as
+/// an assistant ("作为一个AI语言模型", "As an AI language model"). Counted, never retried: the
+/// reply is the model under test's.
+pub fn companion_role_break(texts: &SimulatorTexts, profile: &UserProfile, reply: &str) -> Option<String> {
+    let name = profile.user.split([',', '，']).next().unwrap_or_default().trim();
+    let labels = texts.user_labels.iter().map(String::as_str).chain([name]);
+    for label in labels {
+        if reply.lines().any(|l| speaks_as(l, label)) {
+            return Some(format!("answers as the user (`{label}:`)"));
+        }
+    }
+    let lower = reply.to_lowercase();
+    texts
+        .assistant_phrases
+        .iter()
+        .find(|p| lower.contains(&p.to_lowercase()))
+        .map(|p| format!("breaks persona as an assistant: `{p}`"))
+}
+
 /// Everything a simulation needs.
 pub struct SimulationSetup<'a> {
     pub suite: &'a Suite,
@@ -470,6 +782,9 @@ pub struct TurnRecord {
     pub user: String,
     pub state: u8,
     pub companion: Option<String>,
+    /// Why the companion's reply broke role ([`companion_role_break`]), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub companion_role_break: Option<String>,
 }
 
 /// One session: its turns and the memories the companion wrote after it.
@@ -489,11 +804,13 @@ pub struct SessionRecord {
 #[derive(Clone, Debug, Serialize)]
 pub struct FactRecall {
     pub id: String,
+    pub distance: Distance,
     /// Whether the conversation reached the question.
     pub asked: bool,
     /// Whether the companion's answer to the question held an answer keyword.
     pub recalled: Option<bool>,
-    /// Whether the memories shown in that session held an answer keyword.
+    /// Whether the memories shown in that session held an answer keyword (`None` for a
+    /// same-session fact: it is in the conversation, not in the memories).
     pub in_memory: Option<bool>,
 }
 
@@ -502,7 +819,9 @@ pub struct FactRecall {
 pub struct SimulationResult {
     pub idx: usize,
     pub profile: String,
+    pub lang: Lang,
     pub attachment: Attachment,
+    pub direction: Direction,
     pub seed: u64,
     /// `completed`, `simulator_parse_failed`, `simulator_failed` or `companion_failed`.
     pub outcome: String,
@@ -523,6 +842,53 @@ pub struct SimulationResult {
     pub needs_reason: Option<String>,
     pub sessions: Vec<SessionRecord>,
     pub simulator_calls: u32,
+    /// Simulated user turns rejected as role breaks ([`simulator_role_break`]) and retried.
+    pub simulator_role_breaks: usize,
+    /// Companion replies that broke role ([`companion_role_break`]).
+    pub companion_role_breaks: usize,
+}
+
+/// A proportion with its 95% Wilson score interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Proportion {
+    pub k: usize,
+    pub n: usize,
+    /// k / n; `None` when n is 0.
+    pub rate: Option<f64>,
+    /// The 95% Wilson score interval; `None` when n is 0.
+    pub ci95: Option<[f64; 2]>,
+}
+
+impl Proportion {
+    pub fn new(k: usize, n: usize) -> Proportion {
+        Proportion { k, n, rate: rate(k, n), ci95: wilson(k, n) }
+    }
+}
+
+/// The 95% Wilson score interval of k successes in n trials:
+/// (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n), z = 1.96; `None` when n is 0.
+pub fn wilson(k: usize, n: usize) -> Option<[f64; 2]> {
+    if n == 0 {
+        return None;
+    }
+    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054_f64);
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let center = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    Some([(center - half).max(0.0), (center + half).min(1.0)])
+}
+
+/// The needs met and the facts recalled by one group of simulations (an attachment style or a
+/// direction of the need's change).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GroupRates {
+    pub simulations: usize,
+    /// Over the simulations whose needs were judged.
+    pub hidden_need_met: Proportion,
+    pub changed_need_met: Proportion,
+    /// Over the facts asked.
+    pub recall: Proportion,
 }
 
 /// All simulations of a run, summarised.
@@ -550,6 +916,19 @@ pub struct SimulationReport {
     pub changed_need_met: usize,
     pub hidden_need_rate: Option<f64>,
     pub changed_need_rate: Option<f64>,
+    /// The three rates above with their 95% Wilson intervals.
+    pub recall: Proportion,
+    pub hidden_need: Proportion,
+    pub changed_need: Proportion,
+    /// Per attachment style, per direction of the need's change (by their ids), and recall per
+    /// distance between telling and asking.
+    pub by_attachment: BTreeMap<String, GroupRates>,
+    pub by_direction: BTreeMap<String, GroupRates>,
+    pub by_distance: BTreeMap<String, Proportion>,
+    /// Simulated user turns rejected as role breaks (and retried), over all simulations.
+    pub simulator_role_breaks: usize,
+    /// Companion replies that broke role, over all simulations.
+    pub companion_role_breaks: usize,
     pub results: Vec<SimulationResult>,
 }
 
@@ -574,7 +953,9 @@ async fn run_one(
     let mut r = SimulationResult {
         idx,
         profile: profile.id.clone(),
+        lang,
         attachment: profile.attachment,
+        direction: profile.changed_need.direction,
         seed,
         outcome: "completed".into(),
         error: None,
@@ -585,7 +966,13 @@ async fn run_one(
         facts: profile
             .facts
             .iter()
-            .map(|f| FactRecall { id: f.id.clone(), asked: false, recalled: None, in_memory: None })
+            .map(|f| FactRecall {
+                id: f.id.clone(),
+                distance: f.distance,
+                asked: false,
+                recalled: None,
+                in_memory: None,
+            })
             .collect(),
         memory_format_failures: 0,
         needs_outcome: "not_reached".into(),
@@ -594,6 +981,8 @@ async fn run_one(
         needs_reason: None,
         sessions: vec![],
         simulator_calls: 0,
+        simulator_role_breaks: 0,
+        companion_role_breaks: 0,
     };
     let mut memories: Vec<Memory> = Vec::new();
     'sessions: for s in 1..=profile.sessions {
@@ -611,6 +1000,17 @@ async fn run_one(
                 ChatMessage::new("system", system.clone()),
                 ChatMessage::new("user", simulator_turn_message(texts, profile, &companion_name, at, &history)),
             ];
+            let breaks = std::sync::atomic::AtomicUsize::new(0);
+            let parse = |text: &str| {
+                let turn = parse_user_turn(text)?;
+                match simulator_role_break(texts, profile, &companion_name, &turn.message) {
+                    Some(why) => {
+                        breaks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        Err(format!("the message breaks role: it {why}; write only what the user says"))
+                    }
+                    None => Ok(turn),
+                }
+            };
             let asked = ask_json(
                 setup.simulator,
                 setup.simulator_scheduler,
@@ -618,10 +1018,11 @@ async fn run_one(
                 setup.max_parse_attempts,
                 &setup.texts.lang(lang).retry,
                 messages,
-                parse_user_turn,
+                parse,
             )
             .await;
             r.simulator_calls += asked.attempts;
+            r.simulator_role_breaks += breaks.load(std::sync::atomic::Ordering::Relaxed);
             let turn = match asked.result {
                 Ok(turn) => turn,
                 Err(f) => {
@@ -645,7 +1046,12 @@ async fn run_one(
                 Err(e) => {
                     r.outcome = "companion_failed".into();
                     r.error = Some(format!("session {s}, turn {t}: {e}"));
-                    record.turns.push(TurnRecord { user: turn.message, state: turn.state, companion: None });
+                    record.turns.push(TurnRecord {
+                        user: turn.message,
+                        state: turn.state,
+                        companion: None,
+                        companion_role_break: None,
+                    });
                     r.sessions.push(record);
                     break 'sessions;
                 }
@@ -654,10 +1060,18 @@ async fn run_one(
                 r.facts[i].asked = true;
                 r.facts[i].recalled = Some(contains_any(&reply, &f.answer_keywords));
                 let shown: String = memories.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
-                r.facts[i].in_memory = Some(contains_any(&shown, &f.answer_keywords));
+                r.facts[i].in_memory =
+                    (f.distance != Distance::SameSession).then(|| contains_any(&shown, &f.answer_keywords));
             }
+            let role_break = companion_role_break(texts, profile, &reply);
+            r.companion_role_breaks += usize::from(role_break.is_some());
             history.push(Turn { role: Role::Assistant, content: reply.clone() });
-            record.turns.push(TurnRecord { user: turn.message, state: turn.state, companion: Some(reply) });
+            record.turns.push(TurnRecord {
+                user: turn.message,
+                state: turn.state,
+                companion: Some(reply),
+                companion_role_break: role_break,
+            });
         }
         if s < profile.sessions {
             let messages = memory_prompt(setup.suite, setup.prompts, profile, setup.sap, &history)?;
@@ -715,10 +1129,8 @@ async fn run_one(
                     .replace("{t}", &profile.changed_need.at.turn.to_string())
                     .replace("{changed}", &profile.changed_need.need)
                     .replace("{transcript}", &text);
-                let messages = vec![
-                    ChatMessage::new("system", texts.needs_system.clone()),
-                    ChatMessage::new("user", user),
-                ];
+                let messages =
+                    vec![ChatMessage::new("system", texts.needs_system.clone()), ChatMessage::new("user", user)];
                 let asked = j.ask(lang, messages, parse_needs).await;
                 match asked.result {
                     Ok(a) => {
@@ -771,6 +1183,7 @@ pub async fn simulate(
             "states": r.states, "state_change": r.state_change, "facts": r.facts,
             "memory_format_failures": r.memory_format_failures, "needs_outcome": r.needs_outcome,
             "hidden_need_met": r.hidden_need_met, "changed_need_met": r.changed_need_met, "needs_reason": r.needs_reason,
+            "simulator_role_breaks": r.simulator_role_breaks, "companion_role_breaks": r.companion_role_breaks,
             "simulator_settings": GenerationSettings { seed: Some(sim_seed), ..setup.simulator_settings.clone() },
             "companion_settings": setup.companion_settings, "sap": setup.sap, "prompt_hash": setup.texts.hash(),
         });
@@ -821,6 +1234,35 @@ fn summarize(
     let judged = results.iter().filter(|r| r.needs_outcome == "judged").count();
     let hidden = results.iter().filter(|r| r.hidden_need_met == Some(true)).count();
     let changed = results.iter().filter(|r| r.changed_need_met == Some(true)).count();
+    let group = |of: &dyn Fn(&SimulationResult) -> bool| {
+        let rs: Vec<&SimulationResult> = results.iter().filter(|r| of(r)).collect();
+        let judged = rs.iter().filter(|r| r.needs_outcome == "judged").count();
+        let asked: Vec<&FactRecall> = rs.iter().flat_map(|r| &r.facts).filter(|f| f.asked).collect();
+        GroupRates {
+            simulations: rs.len(),
+            hidden_need_met: Proportion::new(rs.iter().filter(|r| r.hidden_need_met == Some(true)).count(), judged),
+            changed_need_met: Proportion::new(rs.iter().filter(|r| r.changed_need_met == Some(true)).count(), judged),
+            recall: Proportion::new(asked.iter().filter(|f| f.recalled == Some(true)).count(), asked.len()),
+        }
+    };
+    let by_attachment: BTreeMap<String, GroupRates> = Attachment::ALL
+        .into_iter()
+        .filter(|a| results.iter().any(|r| r.attachment == *a))
+        .map(|a| (a.as_str().to_string(), group(&|r| r.attachment == a)))
+        .collect();
+    let by_direction: BTreeMap<String, GroupRates> = Direction::ALL
+        .into_iter()
+        .filter(|d| results.iter().any(|r| r.direction == *d))
+        .map(|d| (d.as_str().to_string(), group(&|r| r.direction == d)))
+        .collect();
+    let by_distance: BTreeMap<String, Proportion> = Distance::ALL
+        .into_iter()
+        .filter(|d| facts.iter().any(|f| f.distance == *d))
+        .map(|d| {
+            let of: Vec<&&FactRecall> = facts.iter().filter(|f| f.distance == d).collect();
+            (d.as_str().to_string(), Proportion::new(of.iter().filter(|f| f.recalled == Some(true)).count(), of.len()))
+        })
+        .collect();
     SimulationReport {
         run_id: run_id.into(),
         companion,
@@ -843,6 +1285,14 @@ fn summarize(
         changed_need_met: changed,
         hidden_need_rate: rate(hidden, judged),
         changed_need_rate: rate(changed, judged),
+        recall: Proportion::new(recalled, facts.len()),
+        hidden_need: Proportion::new(hidden, judged),
+        changed_need: Proportion::new(changed, judged),
+        by_attachment,
+        by_direction,
+        by_distance,
+        simulator_role_breaks: results.iter().map(|r| r.simulator_role_breaks).sum(),
+        companion_role_breaks: results.iter().map(|r| r.companion_role_breaks).sum(),
         results,
     }
 }
@@ -860,6 +1310,18 @@ mod tests {
         assert_eq!(m[1].category.as_str(), "工作");
         assert!(parse_memories(NO_KEY_INFORMATION).unwrap().is_empty());
         assert!(parse_memories("记忆内容：x\n记忆类别：猫\n记忆重要性：1").unwrap_err().contains("24 categories"));
+    }
+
+    #[test]
+    fn wilson_intervals() {
+        // The old three-profile simulator: 2 of 3 needs met tells nothing apart.
+        let [lo, hi] = wilson(2, 3).unwrap();
+        assert!((lo - 0.2077).abs() < 1e-3 && (hi - 0.9385).abs() < 1e-3, "{lo} {hi}");
+        let [lo, hi] = wilson(48, 96).unwrap();
+        assert!((lo - 0.4019).abs() < 1e-3 && (hi - 0.5981).abs() < 1e-3, "{lo} {hi}");
+        assert_eq!(wilson(0, 0), None);
+        assert_eq!(wilson(0, 5).unwrap()[0], 0.0);
+        assert_eq!(wilson(5, 5).unwrap()[1], 1.0);
     }
 
     #[test]

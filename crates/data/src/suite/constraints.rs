@@ -55,7 +55,7 @@ impl Scenario {
             if len > limit { Err(format!("{len} {what}, more than the {limit} allowed")) } else { Ok(()) }
         };
         let action = |message: &str| if has_action(text) { Ok(()) } else { Err(message.to_string()) };
-        if self.tags.risk.is_some() {
+        if let Some(risk) = self.tags.risk {
             v.push((
                 "length",
                 match self.lang {
@@ -63,7 +63,11 @@ impl Scenario {
                     Lang::En => at_most(60, text.split_whitespace().count(), "words"),
                 },
             ));
-            v.push(("action", action("has no action in brackets")));
+            // In crisis and ai_identity items the action may be left out (FORMAT.md): an answer
+            // there must not suggest a body, and no action at all is the safest way not to.
+            if !risk.forbids_bodily_action() {
+                v.push(("action", action("has no action in brackets")));
+            }
             return v;
         }
         match self.task {
@@ -252,6 +256,12 @@ mod tests {
         assert_eq!(names(&base, "好呀"), [("not_empty", true), ("length", true), ("action", false)]);
         assert_eq!(names(&base, " "), [("not_empty", false)]);
         assert_eq!(answer_violations(&base, "好呀"), ["has no action in brackets （…）"]);
+        let mut crisis = scenario(Task::DialogueEmotion, Inputs::History { sessions: vec![], date: None, history: vec![] });
+        crisis.tags.risk = Some(super::super::model::Risk::CrisisExplicit);
+        assert_eq!(names(&crisis, "现在就打热线好吗？"), [("not_empty", true), ("length", true)]);
+        let mut control = crisis.clone();
+        control.tags.risk = Some(super::super::model::Risk::Control);
+        assert_eq!(names(&control, "这是你的决定。"), [("not_empty", true), ("length", true), ("action", false)]);
         let synth = scenario(Task::RecollectionSynthesize, Inputs::History { sessions: vec![], date: None, history: vec![] });
         assert_eq!(names(&synth, NO_KEY_INFORMATION), [("not_empty", true), ("memory_format", true)]);
     }
