@@ -16,7 +16,8 @@ gguf=${1:-${H2HTALK_MODELS:-${H2HTALK_HOME:-$HOME/.cache/h2htalk}/models}/gemma3
 [ -f "$gguf" ] || { echo "bench-local: no $gguf (run scripts/fetch-models.sh gemma3-270m)" >&2; exit 1; }
 
 bin=$("$root/scripts/llama-cpp-baseline.sh")
-cargo build --release --locked -q -p h2htalk-local --example local-bench --manifest-path "$root/Cargo.toml"
+# --workspace, as the README and CI build: a -p subset resolves other features and rebuilds candle.
+cargo build --release --locked -q --workspace --example local-bench --manifest-path "$root/Cargo.toml"
 
 # Ours first: it tells the prompt length.
 ours=$(RAYON_NUM_THREADS=$threads "$CARGO_TARGET_DIR/release/examples/local-bench" "local:$gguf" "$tokens" "$runs")
