@@ -13,7 +13,8 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q jieba==0.42.1 nltk==3.10.4
-cargo build --release --locked -q -p h2htalk --manifest-path "$root/Cargo.toml"
+# --workspace, as the README and CI build: a -p subset resolves other features and rebuilds candle.
+cargo build --release --locked -q --workspace --bin h2htalk --manifest-path "$root/Cargo.toml"
 bin=$CARGO_TARGET_DIR/release/h2htalk
 
 work=$(mktemp -d)

@@ -15,6 +15,9 @@
 //!   types (Q5_0, Q8_0, and K-quants whose rows are not a multiple of 256) use SIMD only when the crate
 //!   is compiled with `-C target-feature=+avx2`; a portable build runs them scalar, while its f32
 //!   matrix products pick SIMD at run time. For a small model that is several times faster.
+//! - a Q8_0 embedding matrix (and the output projection, tied to it or not) stays Q8_0 ([`crate::q8`]):
+//!   expanded, Gemma 3's 262,144-token vocabulary is 671 MB of f32 read for every generated token;
+//!   and decoding steps use the layers' Q8_0 and Q5_0 weights as stored (prompt passes the f32 copy).
 
 use candle::D;
 use candle::quantized::QTensor;
@@ -22,6 +25,9 @@ use candle::quantized::gguf_file;
 use candle::{DType, Device, IndexOp, Result, Tensor};
 use candle_core as candle;
 use candle_nn::{Embedding, Module};
+use std::sync::Arc;
+
+use crate::q8::Q8Matrix;
 use candle_transformers::quantized_nn::RmsNorm;
 
 pub const DEFAULT_SLIDING_WINDOW_TYPE: usize = 6;
@@ -29,22 +35,35 @@ pub const DEFAULT_ROPE_FREQUENCY: f32 = 1_000_000.;
 pub const DEFAULT_ROPE_FREQUENCY_SLIDING: f32 = 10_000.;
 pub const DEFAULT_ROPE_FREQUENCY_SCALE_FACTOR: f32 = 1.;
 
+/// Activation rows up to which a Q8_0/Q5_0 weight is used as stored ([`crate::q8`]): a decoding
+/// step reads each weight once for a few rows, where the bytes read decide the speed. A prompt pass
+/// multiplies many rows at once, where candle's f32 matrix product is faster.
+const STORED_WEIGHT_ROWS: usize = 8;
+
 #[derive(Debug, Clone)]
 struct QMatMul {
     inner: candle::quantized::QMatMul,
+    /// The weight as stored, for decoding steps, when it is Q8_0 or Q5_0.
+    stored: Option<Arc<Q8Matrix>>,
 }
 
 impl QMatMul {
     fn from_qtensor(qtensor: QTensor, dequantize: bool) -> Result<Self> {
+        let stored = Q8Matrix::from_qtensor(&qtensor)?.map(Arc::new);
         let inner = if dequantize {
             candle::quantized::QMatMul::Tensor(qtensor.dequantize(&qtensor.device())?)
         } else {
             candle::quantized::QMatMul::from_qtensor(qtensor)?
         };
-        Ok(Self { inner })
+        Ok(Self { inner, stored })
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        if let Some(m) = &self.stored
+            && xs.elem_count() / m.cols() <= STORED_WEIGHT_ROWS
+        {
+            return m.matmul_t(xs);
+        }
         self.inner.forward(xs)
     }
 }
@@ -226,11 +245,25 @@ impl LayerWeights {
 #[derive(Debug, Clone)]
 pub struct ModelWeights {
     context_length: usize,
-    tok_embeddings: Embedding,
+    tok_embeddings: TokenEmbeddings,
     embedding_length: usize,
     layers: Vec<LayerWeights>,
     norm: RmsNorm,
-    output: QMatMul,
+    output: Output,
+}
+
+/// The embedding matrix: kept as Q8_0 when it is stored so, else expanded.
+#[derive(Debug, Clone)]
+enum TokenEmbeddings {
+    Q8(Arc<Q8Matrix>),
+    Dense(Embedding),
+}
+
+/// The output projection: Q8_0 kept as it is, or a candle matrix product.
+#[derive(Debug, Clone)]
+enum Output {
+    Q8(Arc<Q8Matrix>),
+    Other(QMatMul),
 }
 
 impl ModelWeights {
@@ -287,14 +320,34 @@ impl ModelWeights {
         let neg_inf = Tensor::new(f32::NEG_INFINITY, device)?;
 
         // Load token embeddings and output projection
-        let tok_embeddings = ct.tensor(reader, "token_embd.weight", device)?;
-        let tok_embeddings = tok_embeddings.dequantize(device)?;
+        let embd_q = ct.tensor(reader, "token_embd.weight", device)?;
+        let embd_q8 = Q8Matrix::from_qtensor(&embd_q)?.map(Arc::new);
+        let output_q = ct.tensor(reader, "output.weight", device).ok();
         let norm = RmsNorm::from_qtensor(ct.tensor(reader, "output_norm.weight", device)?, rms_norm_eps)?;
-        let output = match ct.tensor(reader, "output.weight", device) {
-            Ok(tensor) => QMatMul::from_qtensor(tensor, dequantize)?,
-            // Tied weights: dequantized, the embedding matrix itself serves (no second copy).
-            Err(_) if dequantize => QMatMul { inner: candle::quantized::QMatMul::Tensor(tok_embeddings.clone()) },
-            Err(_) => QMatMul::from_qtensor(ct.tensor(reader, "token_embd.weight", device)?, false)?,
+        let (tok_embeddings, output) = match (embd_q8, output_q) {
+            // Tied weights, Q8_0: one matrix, kept quantized, serves both.
+            (Some(m), None) => (TokenEmbeddings::Q8(Arc::clone(&m)), Output::Q8(m)),
+            (embd_q8, Some(out)) => {
+                let output = match Q8Matrix::from_qtensor(&out)? {
+                    Some(m) => Output::Q8(Arc::new(m)),
+                    None => Output::Other(QMatMul::from_qtensor(out, dequantize)?),
+                };
+                let embeddings = match embd_q8 {
+                    Some(m) => TokenEmbeddings::Q8(m),
+                    None => TokenEmbeddings::Dense(Embedding::new(embd_q.dequantize(device)?, embedding_length)),
+                };
+                (embeddings, output)
+            }
+            (None, None) => {
+                let dense = embd_q.dequantize(device)?;
+                let output = if dequantize {
+                    // Tied weights, dequantized: the embedding matrix itself serves (no second copy).
+                    QMatMul { inner: candle::quantized::QMatMul::Tensor(dense.clone()), stored: None }
+                } else {
+                    QMatMul::from_qtensor(embd_q, false)?
+                };
+                (TokenEmbeddings::Dense(Embedding::new(dense, embedding_length)), Output::Other(output))
+            }
         };
 
         let rope_global = RotaryEmbedding::new(key_length, rope_freq_base, context_length, device)?;
@@ -375,7 +428,7 @@ impl ModelWeights {
 
         Ok(Self {
             context_length,
-            tok_embeddings: Embedding::new(tok_embeddings, embedding_length),
+            tok_embeddings,
             embedding_length,
             layers,
             norm,
@@ -399,7 +452,10 @@ impl ModelWeights {
             );
         }
 
-        let mut layer_in = self.tok_embeddings.forward(x)?;
+        let mut layer_in = match &self.tok_embeddings {
+            TokenEmbeddings::Q8(m) => m.embed(x)?,
+            TokenEmbeddings::Dense(e) => e.forward(x)?,
+        };
         layer_in = (layer_in * (self.embedding_length as f64).sqrt())?;
 
         for layer in self.layers.iter_mut() {
@@ -425,7 +481,10 @@ impl ModelWeights {
 
         let x = layer_in.i((.., seq_len - 1, ..))?;
         let x = self.norm.forward(&x)?;
-        let output = self.output.forward(&x)?;
+        let output = match &self.output {
+            Output::Q8(m) => m.matmul_t(&x)?,
+            Output::Other(q) => q.forward(&x)?,
+        };
 
         Ok(output)
     }

@@ -34,6 +34,7 @@ use sha2::{Digest, Sha256};
 
 mod engine;
 pub mod gemma3;
+mod q8;
 pub mod tokenizer;
 
 pub use engine::{ChatFormat, Prompter, SUPPORTED_ARCHITECTURES};

@@ -1,7 +1,9 @@
 //! Word tokens exactly as Python `jieba.cut(text)` (jieba 0.42.1, precise mode, HMM on) makes them.
 //!
-//! jieba-rs implements the same dictionary, route and HMM, but differs from Python jieba in three
-//! places, each corrected here:
+//! The dictionary route is computed here, as Python's `Tokenizer.__cut_DAG` does it, on a trie of
+//! jieba's dictionary prepared at build time ([`crate::dict`]), so a process pays nothing to load the
+//! dictionary. jieba-rs's HMM (the same model as Python's `finalseg`) cuts the runs of single
+//! characters that are not a word. Where jieba-rs differs from Python, we follow Python:
 //!
 //! 1. **Blocks.** Python cuts only runs of `[\u4E00-\u9FD5a-zA-Z0-9+#&._%-]` with the dictionary;
 //!    jieba-rs's runs also take U+9FD6..U+9FFF and the CJK extensions. We split the text into runs
@@ -11,20 +13,27 @@
 //!    with `[a-zA-Z0-9]+(?:\.\d+)?%?`, so `Wi-Fi` is `Wi - Fi` and `v2.0.1` is `v2.0 . 1`; jieba-rs
 //!    joins alphanumeric runs across `.`, `_` and `-`. We split such tokens again with Python's rule.
 //! 3. **The dictionary total.** Python's `dict.txt` lists `B超 3` twice: it keeps one entry but adds
-//!    its frequency to the total twice. jieba-rs's copy lists it once. The total sets every word's
-//!    probability, so we add the missing 3 through an entry no text can reach.
+//!    its frequency to the total twice. jieba-rs's copy, which the trie is built from, lists it once,
+//!    so the total here is the trie's plus 3.
 
 use std::sync::LazyLock;
 
 use jieba_rs::Jieba;
 
+use crate::dict;
+
 /// The version of Python jieba whose tokens we reproduce.
 pub const PYTHON_JIEBA_VERSION: &str = "0.42.1";
-/// The jieba-rs release this crate builds on.
+/// The jieba-rs release this crate builds on (its dictionary and its HMM).
 pub const JIEBA_RS_VERSION: &str = "0.11";
 
+/// Python jieba's dictionary total (fix 3).
+const PYTHON_TOTAL: u64 = dict::TOTAL + 3;
+
 pub struct Tokenizer {
-    jieba: Jieba,
+    /// jieba-rs without a dictionary: only its HMM is used.
+    hmm: Jieba,
+    log_total: f64,
 }
 
 static GLOBAL: LazyLock<Tokenizer> = LazyLock::new(Tokenizer::new);
@@ -35,15 +44,20 @@ impl Default for Tokenizer {
     }
 }
 
+/// One step of the best route from a character: where it ends and its log probability.
+#[derive(Clone, Copy)]
+struct Step {
+    prob: f64,
+    end: usize,
+}
+
 impl Tokenizer {
+    /// Cheap (well under a millisecond): the dictionary is static data.
     pub fn new() -> Self {
-        let mut jieba = Jieba::new();
-        // Fix 3: a sentinel word made of a control character, which never occurs inside a run.
-        jieba.add_word("\u{1}", Some(3), None);
-        Tokenizer { jieba }
+        Tokenizer { hmm: Jieba::empty(), log_total: (PYTHON_TOTAL as f64).ln() }
     }
 
-    /// The process-wide tokenizer, built on first use (loading the dictionary takes a moment).
+    /// The process-wide tokenizer.
     pub fn global() -> &'static Tokenizer {
         &GLOBAL
     }
@@ -51,13 +65,14 @@ impl Tokenizer {
     /// Tokens of `text`, as Python `list(jieba.cut(text))`. Whitespace and punctuation are tokens.
     pub fn tokenize<'a>(&self, text: &'a str) -> Vec<&'a str> {
         let mut out = Vec::with_capacity(text.len() / 2);
+        let mut scratch = Scratch::default();
         let mut rest = text;
         while let Some(first) = rest.chars().next() {
             let in_run = is_python_han(first);
             let end = rest.find(|c| is_python_han(c) != in_run).unwrap_or(rest.len());
             let (block, tail) = rest.split_at(end);
             if in_run {
-                self.cut_run(block, &mut out);
+                self.cut_run(block, &mut scratch, &mut out);
             } else {
                 split_chars(block, &mut out);
             }
@@ -66,15 +81,95 @@ impl Tokenizer {
         out
     }
 
-    fn cut_run<'a>(&self, block: &'a str, out: &mut Vec<&'a str>) {
-        for token in self.jieba.cut(block, true) {
-            let word = token.word;
-            if word.len() > 1 && word.bytes().any(|b| matches!(b, b'.' | b'_' | b'-')) && !self.jieba.has_word(word) {
-                split_ascii_like_python(word, out);
+    /// Python's `__cut_DAG` on one run of its class.
+    fn cut_run<'a>(&self, block: &'a str, scratch: &mut Scratch, out: &mut Vec<&'a str>) {
+        let Scratch { offsets, chars, route } = scratch;
+        offsets.clear();
+        chars.clear();
+        for (i, c) in block.char_indices() {
+            offsets.push(i);
+            chars.push(c);
+        }
+        offsets.push(block.len());
+        let n = chars.len();
+        let log_total = self.log_total;
+        route.clear();
+        route.resize(n + 1, Step { prob: 0.0, end: n });
+        for idx in (0..n).rev() {
+            // Python: max((log(FREQ.get(frag) or 1) - logtotal + route[x + 1][0], x) for x in DAG[idx]),
+            // where DAG[idx] holds the ends of the words starting at idx, or idx alone if none does.
+            let mut best: Option<Step> = None;
+            let mut node = None;
+            let mut end = idx;
+            while end < n {
+                let Some(next) = dict::step(node, chars[end]) else { break };
+                end += 1;
+                if let Some(log_freq) = dict::log_freq(next) {
+                    let prob = log_freq - log_total + route[end].prob;
+                    // Ends come in increasing order: a tie goes to the longer word, as in Python.
+                    if best.is_none_or(|b| prob >= b.prob) {
+                        best = Some(Step { prob, end });
+                    }
+                }
+                if !next.has_children() {
+                    break;
+                }
+                node = Some(next);
+            }
+            route[idx] = best.unwrap_or(Step { prob: (0.0 - log_total) + route[idx + 1].prob, end: idx + 1 });
+        }
+
+        let text = |x: usize, y: usize| &block[offsets[x]..offsets[y]];
+        let mut x = 0;
+        let mut single_start: Option<usize> = None;
+        while x < n {
+            let y = route[x].end;
+            if y - x == 1 {
+                single_start.get_or_insert(x);
             } else {
-                out.push(word);
+                if let Some(s) = single_start.take() {
+                    self.cut_singles(text(s, x), out);
+                }
+                push_token(text(x, y), out);
+            }
+            x = y;
+        }
+        if let Some(s) = single_start {
+            self.cut_singles(text(s, n), out);
+        }
+    }
+
+    /// A run of characters the route left single (`buf` in Python): one token if it is one
+    /// character, each character if it is a word, else the HMM's cut.
+    fn cut_singles<'a>(&self, buf: &'a str, out: &mut Vec<&'a str>) {
+        let mut chars = buf.char_indices();
+        chars.next();
+        if chars.next().is_none() {
+            out.push(buf);
+        } else if dict::has_word(buf) {
+            split_chars(buf, out);
+        } else {
+            for token in self.hmm.cut(buf, true) {
+                push_token(token.word, out);
             }
         }
+    }
+}
+
+#[derive(Default)]
+struct Scratch {
+    offsets: Vec<usize>,
+    chars: Vec<char>,
+    route: Vec<Step>,
+}
+
+/// Fix 2: a token with `.`, `_` or `-` that is not a dictionary word is split as Python's HMM
+/// stage splits non-Chinese text.
+fn push_token<'a>(word: &'a str, out: &mut Vec<&'a str>) {
+    if word.len() > 1 && word.bytes().any(|b| matches!(b, b'.' | b'_' | b'-')) && !dict::has_word(word) {
+        split_ascii_like_python(word, out);
+    } else {
+        out.push(word);
     }
 }
 
