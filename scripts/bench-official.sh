@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 refs=$(cd "${1:-$root/../shared/h2htalk-data}" && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}
-cargo build --release --locked -q --manifest-path "$root/Cargo.toml" -p h2htalk -p h2htalk-testserver
+cargo build --release --locked -q --workspace --manifest-path "$root/Cargo.toml"
 bin=$CARGO_TARGET_DIR/release/h2htalk
 work=$(mktemp -d)
 server_pid=
