@@ -190,6 +190,13 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
             .spawn()
             .unwrap();
         let wait = next(150, 900);
+        // The first kill point counts from the run's creation: on a busy machine planning alone can
+        // take longer than the kill window, and a kill before the run exists tests nothing.
+        let started = std::time::Instant::now();
+        while run_id().is_none() && child.try_wait().unwrap().is_none() {
+            assert!(started.elapsed() < Duration::from_secs(120), "the run was never created");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         std::thread::sleep(Duration::from_millis(wait));
         child.kill().unwrap(); // SIGKILL (or nothing, if it had finished)
         child.wait().unwrap();

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 
 use h2htalk_data::{Suite, load_suite};
-use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, lexical_signature, score_pair};
 use h2htalk_llm::{FaultKind, FinishReason, GenerationSettings, ModelSpec};
+use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, lexical_signature, score_pair};
 use h2htalk_prompt::{Prompts, SapMode};
 use h2htalk_store::{
     Generation as GenerationRow, GenerationStatus, Item as ItemRow, MetricModels, MetricSet, ModelRequest, Prices,
@@ -71,6 +71,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let profile = Profile::Strict;
     let signature = lexical_signature(profile);
     let mut rng = fastrand::Rng::with_seed(seed);
+    let first = store.runs()?.into_iter().next().map(|r| r.spec);
     let mut total = 0;
     for r in 0..runs {
         let model = r / 2;
@@ -93,7 +94,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             });
         }
         let name = format!("model-{}", (b'a' + model as u8) as char);
-        let provenance = RunSpec {
+        let mut provenance = RunSpec {
             h2htalk_version: h2htalk_metrics::VERSION.to_string(),
             suite: SuiteRef {
                 dir: Some(suite.dir.clone()),
@@ -121,6 +122,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             judge: None,
             simulation: None,
         };
+        // Under the protocol of the store's first run, when it has one, so that a report ranks the
+        // synthetic runs with it (runs of different protocols are only ranked together when asked).
+        if let Some(first) = &first {
+            provenance.suite = first.suite.clone();
+            provenance.selection = first.selection.clone();
+            provenance.templates_hash = first.templates_hash.clone();
+            provenance.judge_texts_hash = first.judge_texts_hash.clone();
+            provenance.sap.version = first.sap.version.clone();
+            provenance.sap.hash = first.sap.hash.clone();
+            provenance.settings = first.settings.clone();
+            provenance.scoring = first.scoring.clone();
+            provenance.redact = first.redact;
+            provenance.judge = first.judge.clone();
+            provenance.simulation = first.simulation.clone();
+        }
         store.create_run(&id, &provenance, &items)?;
         // The last run stops early: its last 20 items stay pending.
         let stop_at = if r + 1 == runs { items.len().saturating_sub(20) } else { items.len() };

@@ -86,6 +86,8 @@ pub struct RunStats {
     pub model: String,
     /// `on` or `off` from the run specification.
     pub sap: Option<String>,
+    /// The run's protocol fingerprint (`protocol:sha256:...`, see [`h2htalk_store::Protocol`]).
+    pub protocol: String,
     /// The run specification.
     pub provenance: Value,
     pub signatures: Vec<String>,
@@ -147,6 +149,9 @@ pub struct Leaderboard {
     pub schema: &'static str,
     pub h2htalk_version: &'static str,
     pub bootstrap: BootstrapInfo,
+    /// The runs are of different protocols (allowed with `--allow-mixed`); every run's label then
+    /// names its protocol.
+    pub mixed_protocols: bool,
     /// The metric runs are ranked and compared by.
     pub rank_metric: Option<String>,
     /// Every metric present in any run, in report order.
@@ -314,7 +319,6 @@ pub fn compare_runs(a: &RunRecord, b: &RunRecord, group: &str, metric: &str, cfg
     compare(a, b, group, metric, cfg)
 }
 
-
 /// Builds the leaderboard of `runs`. `rank_metric` defaults to the first of composite, bertscore,
 /// embedding, rougeL and then the report order that every run has over its sub-tasks.
 pub fn build(
@@ -329,13 +333,18 @@ pub fn build(
         )));
     }
     let metrics = order_metrics(runs.iter().flat_map(|r| r.items.iter().flat_map(|i| i.metrics.keys())));
+    let protocols: BTreeSet<String> = runs.iter().map(|r| r.run.spec.protocol().fingerprint()).collect();
+    let mixed = protocols.len() > 1;
     let mut stats = Vec::new();
     let mut overall_reps = Vec::new();
     let mut labels: Vec<String> = Vec::new();
     for r in runs {
         let model = r.run.spec.model_id.to_string();
         let sap = Some(r.run.spec.sap.mode.as_str().to_string());
-        let label = format!("{model} · SAP {}", sap.as_deref().unwrap_or("?"));
+        let mut label = format!("{model} · SAP {}", sap.as_deref().unwrap_or("?"));
+        if mixed {
+            label += &format!(" · protocol {}", r.run.spec.protocol().short());
+        }
         labels.push(label);
         let (groups, reps) = run_stats(r, &metrics, cfg);
         overall_reps.push(reps);
@@ -346,6 +355,7 @@ pub fn build(
             status: r.run.status.as_str().to_string(),
             model,
             sap,
+            protocol: r.run.spec.protocol().fingerprint(),
             provenance: serde_json::to_value(&r.run.spec).expect("a run specification serialises"),
             signatures: r.signatures.iter().cloned().collect(),
             composite_computed: r.composite_computed,
@@ -464,6 +474,7 @@ pub fn build(
                      (families and overall pool the resampled sub-tasks); paired tests resample shared \
                      scenarios with both runs' values together",
         },
+        mixed_protocols: mixed,
         rank_metric,
         metrics,
         tasks,

@@ -52,6 +52,9 @@ pub struct Options {
     pub rank_metric: Option<String>,
     /// Mask personal data ([`h2htalk_data::redact`]) in the transcripts the report shows.
     pub redact: bool,
+    /// Rank runs of different protocols together (each row is then marked with its protocol);
+    /// otherwise such a report is refused, naming what differs.
+    pub allow_mixed: bool,
 }
 
 /// The files a report wrote.
@@ -79,6 +82,7 @@ pub fn write_report_with(
 ) -> Result<ReportPaths, ReportError> {
     let db = store.path().to_string();
     let mut runs = load_runs(store, &db, run_ids)?;
+    check_protocols(&runs, options.allow_mixed)?;
     if options.redact {
         use h2htalk_data::redact::redact;
         for item in runs.iter_mut().flat_map(|r| r.items.iter_mut()) {
@@ -106,6 +110,40 @@ pub fn write_report_with(
     write_atomically(&paths.csv, csv.as_bytes())?;
     write_atomically(&paths.html, html.as_bytes())?;
     Ok(paths)
+}
+
+/// Refuses runs of different protocols (their scores are not comparable) unless `allow_mixed`,
+/// naming the runs of each protocol and what differs from the first.
+pub fn check_protocols(runs: &[RunRecord], allow_mixed: bool) -> Result<(), ReportError> {
+    let mut groups: Vec<(h2htalk_store::Protocol, Vec<&str>)> = Vec::new();
+    for r in runs {
+        let p = r.run.spec.protocol();
+        match groups.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, ids)) => ids.push(&r.run.id),
+            None => groups.push((p, vec![&r.run.id])),
+        }
+    }
+    if groups.len() < 2 || allow_mixed {
+        return Ok(());
+    }
+    let (first, first_ids) = &groups[0];
+    let mut parts = Vec::new();
+    for (p, ids) in &groups[1..] {
+        parts.push(format!(
+            "run(s) {} (protocol {}) differ from run(s) {} (protocol {}) in: {}",
+            ids.join(", "),
+            p.short(),
+            first_ids.join(", "),
+            first.short(),
+            first.differences(p).iter().map(|d| d.replacen(": ", " (", 1) + ")").collect::<Vec<_>>().join("; ")
+        ));
+    }
+    Err(ReportError::Usage(format!(
+        "these runs were made under {} different protocols, so their scores are not comparable: {}. Report each \
+         protocol apart (--runs), or rank them together with --allow-mixed (every row is then marked with its protocol)",
+        groups.len(),
+        parts.join(". ")
+    )))
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.

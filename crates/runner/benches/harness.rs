@@ -18,6 +18,7 @@ use h2htalk_llm::{
 };
 use h2htalk_prompt::{Prompts, SapMode};
 use h2htalk_runner::generate::{self, Counters, GenerateOptions};
+use h2htalk_runner::models::Endpoint;
 use h2htalk_runner::plan;
 use h2htalk_store::{Item, Selection, Store};
 use h2htalk_testserver::{ServerConfig, TestServer};
@@ -61,8 +62,7 @@ async fn harness(url: &str, n: usize) -> f64 {
     let report = generate::generate(
         db.clone(),
         "bench",
-        client(url),
-        scheduler,
+        &[Endpoint { model: client(url), scheduler }],
         work,
         GenerationSettings::default(),
         GenerateOptions::default(),
@@ -79,7 +79,7 @@ async fn harness(url: &str, n: usize) -> f64 {
 /// Items/s of a bare loop: the same client and concurrency, no scheduler, no store.
 async fn bare(url: &str, n: usize) -> f64 {
     let model = client(url);
-    let work: Arc<Vec<ItemRow>> = Arc::new(items(n));
+    let work: Arc<Vec<Item>> = Arc::new(items(n));
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let tasks: Vec<_> = (0..CONCURRENCY)

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::models::{Resolved, resolve};
+use crate::progress::{Lane, Phase};
 use crate::{Result, RunError};
 
 /// Everything the assessment found; each part absent when it did not run.
@@ -66,7 +67,13 @@ pub async fn assess(
     prompts: &Prompts,
     texts: &JudgeTexts,
     companion: &Resolved,
+    lane: Option<&Lane>,
 ) -> Result<Assessment> {
+    let phase = |p: Phase| {
+        if let Some(l) = lane {
+            l.set(p)
+        }
+    };
     let checks = check_run(store, run_id, suite)?;
     let judge_spec = spec.judge.as_ref();
     let mut settings = JudgeSettings::pinned(judge_spec.map_or(0, |j| j.seed));
@@ -86,6 +93,9 @@ pub async fn assess(
         settings: &settings,
         texts,
     });
+    if handle.is_some() {
+        phase(Phase::Judge);
+    }
     let has_safety = store.items(run_id)?.iter().any(|i| i.task == SAFETY_GROUP);
     let safety = if has_safety { Some(safety_run(store, run_id, suite, texts, handle).await?) } else { None };
     let judged = match handle {
@@ -95,6 +105,7 @@ pub async fn assess(
     let simulation = match spec.simulation.as_ref().filter(|s| s.n > 0) {
         None => None,
         Some(sim_spec) => {
+            phase(Phase::Simulate);
             let own = match &sim_spec.simulator {
                 Some(s) => Some(
                     open(s, None, None, &spec.model).map_err(|e| RunError::Model(format!("--simulator {s}: {e}")))?,
@@ -102,7 +113,9 @@ pub async fn assess(
                 None => None,
             };
             let sim = own.as_ref().or(judge.as_ref()).ok_or_else(|| {
-                RunError::Usage("--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into())
+                RunError::Usage(
+                    "--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into(),
+                )
             })?;
             let profiles = load_profiles(&suite.dir.join("simulator"), suite)?;
             let companion_scheduler =

@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 
 use h2htalk_data::redact::redact as redact_text;
-use h2htalk_llm::{CallOutcome, ChatModel, ChatRequest, GenerationSettings, Scheduler};
+use h2htalk_llm::{CallOutcome, ChatRequest, GenerationSettings};
 use h2htalk_store::{Generation, GenerationStatus, Item, Prices, Store, StoreError};
 use serde::Serialize;
+
+use crate::models::Endpoint;
 
 /// Live counters of a generation phase, for progress displays.
 #[derive(Default)]
@@ -110,14 +112,13 @@ fn to_row(scenario_id: &str, out: &CallOutcome) -> Generation {
     }
 }
 
-/// Generates `items` with `model`, committing each result as it arrives through a writer thread
+/// Generates `items` through the model's `endpoints`, committing each result as it arrives through a writer thread
 /// that owns the store. Stops taking new items once `max_cost` is reached.
 #[allow(clippy::too_many_arguments)]
 pub async fn generate(
     store_path: PathBuf,
     run_id: &str,
-    model: Arc<dyn ChatModel>,
-    scheduler: Arc<Scheduler>,
+    endpoints: &[Endpoint],
     items: Vec<Item>,
     settings: GenerationSettings,
     options: GenerateOptions,
@@ -141,9 +142,12 @@ pub async fn generate(
     let queue = Arc::new(Mutex::new(items.into_iter().collect::<VecDeque<_>>()));
     let stop = Arc::new(AtomicBool::new(max_cost.is_some_and(|m| counters.cost_usd() >= m)));
     let unenforceable = Arc::new(AtomicBool::new(false));
-    let workers = model.max_concurrency().max(1);
-    let mut handles = Vec::with_capacity(workers);
-    for _ in 0..workers {
+    // Each endpoint has its own workers and gate; all take from one queue, so a slow or throttled
+    // replica takes fewer items.
+    let mut handles = Vec::new();
+    for Endpoint { model, scheduler } in
+        endpoints.iter().flat_map(|e| vec![e.clone(); e.model.max_concurrency().max(1)])
+    {
         let (queue, model, scheduler, tx, counters, stop, settings, unenforceable) = (
             queue.clone(),
             model.clone(),
@@ -209,7 +213,12 @@ pub async fn generate(
         }
     });
     tokio::task::spawn_blocking(move || writer.join().expect("the store writer panicked")).await.expect("join")?;
-    let faults = scheduler.stats.faults().into_iter().map(|(k, v)| (k.as_str().to_string(), v)).collect();
+    let mut faults = BTreeMap::new();
+    for e in endpoints {
+        for (k, v) in e.scheduler.stats.faults() {
+            *faults.entry(k.as_str().to_string()).or_default() += v;
+        }
+    }
     Ok(GenerationReport {
         attempted: counters.done(),
         generated: counters.generated.load(Ordering::Relaxed),
@@ -220,4 +229,3 @@ pub async fn generate(
         elapsed_s: started.elapsed().as_secs_f64(),
     })
 }
-

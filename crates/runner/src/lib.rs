@@ -8,7 +8,8 @@
 //! - [`score`]: the one scoring function for pairs (`h2htalk score` and runs).
 //! - [`assess`]: format checks, the SAP safety score, the LLM judge and the user simulator.
 //! - [`models`]: model specs resolved into chat models.
-//! - [`progress`]: the progress display of a generation phase.
+//! - [`progress`]: the progress display of a generation phase, and of a sweep.
+//! - [`sweep`]: several models under one protocol, reusing stored runs.
 
 pub mod assess;
 pub mod check;
@@ -19,6 +20,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod progress;
 pub mod score;
+pub mod sweep;
 
 pub use h2htalk_store::{RunSpec, SAFETY_GROUP};
 pub use pipeline::{Outcome, RunOptions, execute};

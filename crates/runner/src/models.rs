@@ -16,6 +16,13 @@ use crate::{Result, RunError};
 /// The embedded default model.
 pub const DEFAULT_MODEL: &str = "local:gemma3-270m";
 
+/// One endpoint of a model with the scheduler that adapts to it.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub model: Arc<dyn ChatModel>,
+    pub scheduler: Arc<Scheduler>,
+}
+
 /// A resolved model and what a run records about its configuration.
 pub struct Resolved {
     pub model: Arc<dyn ChatModel>,
@@ -33,6 +40,25 @@ impl Resolved {
             tokens_per_minute: cfg.and_then(|c| c.tokens_per_minute),
         };
         Scheduler::new(self.model.max_concurrency(), policy, limits)
+    }
+
+    /// Where the items go: one endpoint per replica (`base_urls`), each with its own client and
+    /// scheduler, so that a throttled or failing replica slows only itself; one endpoint otherwise.
+    pub fn endpoints(&self) -> Result<Vec<Endpoint>> {
+        let replicas = self.config.as_ref().map(|c| c.base_urls()).unwrap_or_default();
+        if replicas.len() < 2 {
+            return Ok(vec![Endpoint { model: self.model.clone(), scheduler: Arc::new(self.scheduler()) }]);
+        }
+        let cfg = self.config.as_ref().expect("replicas come from a config");
+        replicas
+            .into_iter()
+            .map(|url| {
+                let one = ModelConfig { base_url: Some(url), base_urls: Vec::new(), ..cfg.clone() };
+                let model: Arc<dyn ChatModel> = Arc::new(OpenAiClient::new(&one)?);
+                let resolved = Resolved { model: model.clone(), config: Some(one) };
+                Ok(Endpoint { model, scheduler: Arc::new(resolved.scheduler()) })
+            })
+            .collect()
     }
 
     pub fn prices(&self) -> Prices {

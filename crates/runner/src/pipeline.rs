@@ -11,13 +11,13 @@ use h2htalk_store::{RunSpec, RunStatus, Store};
 use crate::assess::{Assessment, assess};
 use crate::generate::{Counters, GenerateOptions, GenerationReport, generate};
 use crate::models::metric_models;
-use crate::plan::{NewRun, Planned, Resume, plan_new, plan_resume};
-use crate::progress::Progress;
+use crate::plan::{NewRun, Planned, Resume, create, plan_resume, prepare};
+use crate::progress::{Lane, Phase, Progress};
 use crate::score::score_run;
 use crate::{Result, RunError};
 
 /// Where a run goes and how it shows itself.
-#[derive(Clone, Debug)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// The run store (SQLite).
     pub db: PathBuf,
@@ -25,12 +25,17 @@ pub struct RunOptions {
     pub report_dir: Option<PathBuf>,
     /// No progress display.
     pub quiet: bool,
+    /// The run's line in a sweep's progress view: the run then shows its phase there instead of
+    /// drawing its own bar.
+    pub lane: Option<Arc<Lane>>,
 }
 
 /// A new run, or a stored one to continue.
 pub enum Start {
     New(Box<NewRun>),
     Resume(Resume),
+    /// A new run already prepared ([`crate::plan::prepare`]), not yet stored.
+    Prepared(Box<Planned>),
 }
 
 /// What a run did.
@@ -53,17 +58,31 @@ pub struct Outcome {
 
 /// Runs the pipeline: every stage from one call, the store opened once.
 pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&str, usize, &str)) -> Result<Outcome> {
+    let lane = options.lane.clone();
+    let phase = |p: Phase| {
+        if let Some(l) = &lane {
+            l.set(p)
+        }
+    };
+    phase(Phase::Plan);
     let mut store = Store::open(&options.db)?;
-    let (planned, neural) = match &start {
+    let (planned, neural) = match start {
         Start::New(new) => {
+            crate::assess::validate(new.judge.as_ref(), new.simulation.as_ref())?;
+            let prepared = prepare(&new)?;
+            let neural = metric_models(new.metrics, &new.metric_models, new.profile)?;
+            (create(&mut store, prepared)?, neural)
+        }
+        Start::Prepared(prepared) => {
             // Everything that can be refused is refused before a run row exists: the assessment's
             // settings and the metric models.
-            crate::assess::validate(new.judge.as_ref(), new.simulation.as_ref())?;
-            let neural = metric_models(new.metrics, &new.metric_models, new.profile)?;
-            (plan_new(&mut store, new)?, neural)
+            crate::assess::validate(prepared.spec.judge.as_ref(), prepared.spec.simulation.as_ref())?;
+            let scoring = &prepared.spec.scoring;
+            let neural = metric_models(scoring.metrics, &scoring.models, scoring.profile)?;
+            (create(&mut store, *prepared)?, neural)
         }
         Start::Resume(r) => {
-            let planned = plan_resume(&mut store, r)?;
+            let planned = plan_resume(&mut store, &r)?;
             crate::assess::validate(planned.spec.judge.as_ref(), planned.spec.simulation.as_ref())?;
             let scoring = &planned.spec.scoring;
             let neural = metric_models(scoring.metrics, &scoring.models, scoring.profile)?;
@@ -77,31 +96,43 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
     let generation = if items.is_empty() {
         None
     } else {
-        let scheduler = Arc::new(resolved.scheduler());
+        phase(Phase::Generate);
+        let endpoints = resolved.endpoints()?;
+        let schedulers: Vec<_> = endpoints.iter().map(|e| e.scheduler.clone()).collect();
         let counters = Arc::new(Counters::default());
         counters.total.store(items.len(), Ordering::Relaxed);
         // A resumed run knows what it has spent: the cost limit counts on from there.
         let spent = spent_usd(&store, &run_id, &spec)?;
         counters.cost_micro_usd.store((spent * 1e6).round() as u64, Ordering::Relaxed);
-        let progress = Progress::start(model.clone(), counters.clone(), scheduler.clone(), options.quiet);
+        let progress = match &lane {
+            Some(l) => {
+                l.attach(counters.clone(), schedulers);
+                None
+            }
+            None => Some(Progress::start(model.clone(), counters.clone(), schedulers, options.quiet)),
+        };
         let result = generate(
             PathBuf::from(store.path()),
             &run_id,
-            resolved.model.clone(),
-            scheduler,
+            &endpoints,
             items,
             spec.settings.clone(),
             GenerateOptions { prices: spec.prices, max_cost: spec.max_cost_usd, retry_failed, redact: spec.redact },
             counters,
         )
         .await;
-        progress.finish().await;
+        if let Some(p) = progress {
+            p.finish().await;
+        }
         Some(result?)
     };
 
     let pending = crate::generate::pending(&store, &run_id, false)?.len();
+    phase(Phase::Score);
     score_run(&mut store, &run_id, spec.scoring.profile, neural.as_ref(), &spec.suite.label())?;
-    let assessment = assess(&mut store, &run_id, &spec, &suite, &prompts, &judge_texts, &resolved).await?;
+    let assessment =
+        assess(&mut store, &run_id, &spec, &suite, &prompts, &judge_texts, &resolved, lane.as_deref()).await?;
+    phase(Phase::Report);
     let summary = h2htalk_report::summarize(&store, &run_id)?;
     let status = if pending > 0 {
         RunStatus::Incomplete
@@ -112,10 +143,12 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
     };
     store.set_status(&run_id, status)?;
     let cost_usd = spec.prices.cost(summary.input_tokens, summary.output_tokens);
-    let report_dir = options.report_dir.clone().unwrap_or_else(|| {
-        options.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id)
-    });
+    let report_dir = options
+        .report_dir
+        .clone()
+        .unwrap_or_else(|| options.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id));
     let report = h2htalk_report::write_report(&store, std::slice::from_ref(&run_id), &report_dir)?;
+    phase(Phase::Done);
     Ok(Outcome { run_id, spec, status, generation, pending, summary, cost_usd, assessment, report, model })
 }
 

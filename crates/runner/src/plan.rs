@@ -22,7 +22,7 @@ use crate::{Result, RunError};
 pub const LOCAL_MAX_TOKENS: u32 = 64;
 
 /// What a new run is asked to be.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct NewRun {
     /// The suite directory; `None`: the suite embedded in the binary.
     pub suite_dir: Option<PathBuf>,
@@ -128,6 +128,19 @@ pub fn new_run_id() -> String {
 
 /// Plans a new run and stores it (with its items) under a new id.
 pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
+    create(store, prepare(new)?)
+}
+
+/// Stores a prepared run (with its items) under a new id.
+pub fn create(store: &mut Store, prepared: Planned) -> Result<Planned> {
+    let run_id = new_run_id();
+    store.create_run(&run_id, &prepared.spec, &prepared.pending)?;
+    Ok(Planned { run_id, ..prepared })
+}
+
+/// A new run's specification and items, with its model resolved, before anything is stored (its
+/// `run_id` is empty until [`create`]): what a sweep compares with stored runs to reuse them.
+pub fn prepare(new: &NewRun) -> Result<Planned> {
     let dir = embedded::or_embedded(new.suite_dir.as_deref())?;
     let suite = load_suite_with(&dir, new.references.as_deref())?;
     let prompts = Prompts::load(&dir)?;
@@ -191,17 +204,24 @@ pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
         judge: new.judge.clone(),
         simulation: new.simulation.clone(),
     };
-    let run_id = new_run_id();
-    store.create_run(&run_id, &spec, &items)?;
-    Ok(Planned { run_id, spec, suite, prompts, judge_texts, resolved, pending: items, retry_failed: false })
+    Ok(Planned {
+        run_id: String::new(),
+        spec,
+        suite,
+        prompts,
+        judge_texts,
+        resolved,
+        pending: items,
+        retry_failed: false,
+    })
 }
 
 /// Rebuilds a stored run from its specification, with the items it still needs.
 pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
     let id = &resume.run_id;
-    let row = store
-        .run(id)?
-        .ok_or_else(|| RunError::Usage(format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", store.path())))?;
+    let row = store.run(id)?.ok_or_else(|| {
+        RunError::Usage(format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", store.path()))
+    })?;
     let mut spec = row.spec;
     if let Some(asked) = resume.metrics.filter(|m| *m != spec.scoring.metrics) {
         return Err(RunError::Usage(format!(

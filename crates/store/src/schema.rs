@@ -110,6 +110,19 @@ CREATE TABLE IF NOT EXISTS safety_verdicts (
     reason TEXT,
     PRIMARY KEY (run_id, judge, scenario_id)
 );
+CREATE TABLE IF NOT EXISTS sweeps (
+    name TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    spec TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweep_runs (
+    sweep TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    run_id TEXT,
+    PRIMARY KEY (sweep, position)
+);
 CREATE TABLE IF NOT EXISTS simulations (
     run_id TEXT NOT NULL,
     idx INTEGER NOT NULL,
@@ -134,7 +147,10 @@ pub(crate) fn version_of(conn: &Connection, path: &str) -> Result<Option<u32>, S
             r.get::<_, i64>(0)
         })
         .map(|n| n > 0)
-        .map_err(|e| StoreError::Db { path: path.into(), message: format!("not an SQLite database, or unreadable: {e}") })?;
+        .map_err(|e| StoreError::Db {
+            path: path.into(),
+            message: format!("not an SQLite database, or unreadable: {e}"),
+        })?;
     if !has_meta {
         return Ok(None);
     }

@@ -9,6 +9,7 @@ mod run;
 mod runs;
 mod score;
 mod suite;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 
@@ -23,6 +24,8 @@ pub struct Cli {
 enum Command {
     /// Run the benchmark: generate with a model on the suite, store, score and summarise.
     Run(Box<run::RunArgs>),
+    /// Evaluate several models under one protocol (reusing stored runs), with one report.
+    Sweep(Box<sweep::SweepArgs>),
     /// Write leaderboards (Markdown, CSV, JSON) and a self-contained HTML report of stored runs.
     Report(report::ReportArgs),
     /// List, show and export stored runs.
@@ -47,6 +50,7 @@ enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(*args),
+        Command::Sweep(args) => sweep::run(*args),
         Command::Report(args) => report::run(args),
         Command::Runs(cmd) => runs::run(cmd),
         Command::Score(args) => score::run(args),

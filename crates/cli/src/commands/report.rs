@@ -30,6 +30,13 @@ pub struct ReportArgs {
     /// Seed of the bootstrap resampling.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
+    /// The runs of this sweep (`h2htalk sweep --name NAME`), in its model order.
+    #[arg(long, value_name = "NAME", conflicts_with = "runs")]
+    sweep: Option<String>,
+    /// Rank runs of different protocols together, each row marked with its protocol (otherwise such
+    /// a report is refused, naming what differs).
+    #[arg(long)]
+    allow_mixed: bool,
     /// Mask phone numbers, e-mail addresses, identity and bank card numbers in the transcripts.
     #[arg(long)]
     redact: bool,
@@ -44,8 +51,17 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         bootstrap: Bootstrap { resamples: args.resamples, seed: args.seed, ..Bootstrap::default() },
         rank_metric: args.rank_by,
         redact: args.redact,
+        allow_mixed: args.allow_mixed,
     };
-    let runs: Vec<String> = args.runs.into_iter().filter(|r| !r.trim().is_empty()).collect();
+    let runs: Vec<String> = match &args.sweep {
+        Some(name) => {
+            let sweep = store.sweep(name)?.ok_or_else(|| {
+                anyhow::anyhow!("{}: no sweep `{name}`; `h2htalk runs list` shows the sweeps", args.db.display())
+            })?;
+            sweep.runs.into_iter().filter_map(|m| m.run_id).collect()
+        }
+        None => args.runs.into_iter().filter(|r| !r.trim().is_empty()).collect(),
+    };
     let paths = write_report_with(&store, &runs, &args.out, &options)?;
     println!("wrote {}", paths.markdown.display());
     println!("wrote {}", paths.csv.display());

@@ -21,15 +21,58 @@ pub struct RunArgs {
     /// named in the config file.
     #[arg(long)]
     model: Option<String>,
+    #[command(flatten)]
+    endpoint: EndpointArgs,
+    #[command(flatten)]
+    protocol: ProtocolArgs,
+    /// The run store (SQLite).
+    #[arg(long, default_value = "runs/h2htalk.db")]
+    db: PathBuf,
+    /// Continue a run after a crash or interruption: only items without a result are generated.
+    #[arg(long, value_name = "RUN_ID")]
+    resume: Option<String>,
+    /// With --resume: generate again only the items recorded as failed.
+    #[arg(long, requires = "resume")]
+    retry_failed: bool,
+    /// Where the run's report goes (default: `reports/RUN_ID/` beside the store).
+    #[arg(long, value_name = "DIR")]
+    report_dir: Option<PathBuf>,
+    /// Print one JSON object at the end instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// No progress display.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Where models are looked up and reached.
+#[derive(Args, Clone, Debug, Default)]
+pub struct EndpointArgs {
     /// Model config file (default: ./h2htalk.toml when it exists).
     #[arg(long)]
-    config: Option<PathBuf>,
+    pub config: Option<PathBuf>,
     /// Base URL of an OpenAI-compatible endpoint, for `--model openai:NAME`.
     #[arg(long)]
-    base_url: Option<String>,
+    pub base_url: Option<String>,
     /// Environment variable holding the API key, for `--model openai:NAME`.
     #[arg(long)]
-    api_key_env: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+impl EndpointArgs {
+    pub fn request(&self, spec: String) -> ModelRequest {
+        ModelRequest {
+            spec,
+            config: self.config.clone(),
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+        }
+    }
+}
+
+/// What a run asks of a model: the same for every model of a sweep.
+#[derive(Args, Clone, Debug)]
+pub struct ProtocolArgs {
     /// The scenario suite directory (default: the suite embedded in this binary; `h2htalk suite
     /// export DIR` writes it out for editing).
     #[arg(long)]
@@ -63,15 +106,6 @@ pub struct RunArgs {
     models: MetricModelArgs,
     #[command(flatten)]
     assess: AssessArgs,
-    /// The run store (SQLite).
-    #[arg(long, default_value = "runs/h2htalk.db")]
-    db: PathBuf,
-    /// Continue a run after a crash or interruption: only items without a result are generated.
-    #[arg(long, value_name = "RUN_ID")]
-    resume: Option<String>,
-    /// With --resume: generate again only the items recorded as failed.
-    #[arg(long, requires = "resume")]
-    retry_failed: bool,
     /// Stop starting new items once the run's cost reaches this many USD (the run stays
     /// resumable, and a resumed run counts on from what it spent).
     #[arg(long)]
@@ -87,15 +121,28 @@ pub struct RunArgs {
     /// texts). Recorded with the run; `--resume` keeps it.
     #[arg(long)]
     redact: bool,
-    /// Where the run's report goes (default: `reports/RUN_ID/` beside the store).
-    #[arg(long, value_name = "DIR")]
-    report_dir: Option<PathBuf>,
-    /// Print one JSON object at the end instead of the table.
-    #[arg(long)]
-    json: bool,
-    /// No progress display.
-    #[arg(long)]
-    quiet: bool,
+}
+
+impl ProtocolArgs {
+    /// The run `model` gets.
+    pub fn new_run(&self, model: ModelRequest) -> NewRun {
+        NewRun {
+            suite_dir: self.suite.clone(),
+            references: self.references.clone(),
+            selection: Selection { tasks: self.tasks.clone(), limit: self.limit, safety: self.safety },
+            sap: self.sap,
+            model,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            profile: self.profile,
+            metrics: self.metrics.unwrap_or(MetricSet::All),
+            metric_models: self.models.to_spec(),
+            max_cost_usd: self.max_cost,
+            redact: self.redact,
+            judge: self.assess.judge(),
+            simulation: self.assess.simulation(),
+        }
+    }
 }
 
 /// The judge and the user simulator of a run.
@@ -143,57 +190,41 @@ impl AssessArgs {
 }
 
 impl RunArgs {
-    fn model_request(&self, spec: Option<String>) -> Option<ModelRequest> {
-        spec.map(|spec| ModelRequest {
-            spec,
-            config: self.config.clone(),
-            base_url: self.base_url.clone(),
-            api_key_env: self.api_key_env.clone(),
-        })
-    }
-
     fn start(&self) -> Start {
+        let p = &self.protocol;
         match &self.resume {
             Some(run_id) => Start::Resume(Resume {
                 run_id: run_id.clone(),
                 retry_failed: self.retry_failed,
-                references: self.references.clone(),
+                references: p.references.clone(),
                 model: ModelOverrides {
                     spec: self.model.clone(),
-                    config: self.config.clone(),
-                    base_url: self.base_url.clone(),
-                    api_key_env: self.api_key_env.clone(),
+                    config: self.endpoint.config.clone(),
+                    base_url: self.endpoint.base_url.clone(),
+                    api_key_env: self.endpoint.api_key_env.clone(),
                 },
-                max_cost_usd: self.max_cost,
-                judge: self.assess.judge(),
-                simulation: self.assess.simulation(),
-                metrics: self.metrics,
-                metric_models: Some(self.models.to_spec()),
-                redact: self.redact,
+                max_cost_usd: p.max_cost,
+                judge: p.assess.judge(),
+                simulation: p.assess.simulation(),
+                metrics: p.metrics,
+                metric_models: Some(p.models.to_spec()),
+                redact: p.redact,
             }),
-            None => Start::New(Box::new(NewRun {
-                suite_dir: self.suite.clone(),
-                references: self.references.clone(),
-                selection: Selection { tasks: self.tasks.clone(), limit: self.limit, safety: self.safety },
-                sap: self.sap,
-                model: self.model_request(Some(self.model.clone().unwrap_or(DEFAULT_MODEL.into()))).expect("a spec"),
-                max_tokens: self.max_tokens,
-                temperature: self.temperature,
-                profile: self.profile,
-                metrics: self.metrics.unwrap_or(MetricSet::All),
-                metric_models: self.models.to_spec(),
-                max_cost_usd: self.max_cost,
-                redact: self.redact,
-                judge: self.assess.judge(),
-                simulation: self.assess.simulation(),
-            })),
+            None => Start::New(Box::new(
+                p.new_run(self.endpoint.request(self.model.clone().unwrap_or(DEFAULT_MODEL.into()))),
+            )),
         }
     }
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let options = RunOptions { db: args.db.clone(), report_dir: args.report_dir.clone(), quiet: args.quiet || args.json };
+    let options = RunOptions {
+        db: args.db.clone(),
+        report_dir: args.report_dir.clone(),
+        quiet: args.quiet || args.json,
+        lane: None,
+    };
     let json_out = args.json;
     let db = args.db.display().to_string();
     let out = rt.block_on(h2htalk_runner::execute(args.start(), &options, |run_id, n, model| {

@@ -1,0 +1,109 @@
+//! `h2htalk sweep`: several models under one protocol, and what it prints.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use h2htalk_llm::Config;
+use h2htalk_runner::models::default_config_path;
+use h2htalk_runner::pipeline::RunOptions;
+use h2htalk_runner::sweep::{SweepSpec, resume, sweep};
+
+use super::run::{EndpointArgs, ProtocolArgs};
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// The sweep's name: its runs are recorded under it, its report goes to `reports/sweep-NAME/`,
+    /// and running the same name again reuses its complete runs.
+    #[arg(long, required_unless_present = "resume")]
+    name: Option<String>,
+    /// A model to evaluate (repeat for several): `local:...`, `openai:NAME` (all at --base-url), or a
+    /// name in the config file.
+    #[arg(long = "model", value_name = "SPEC")]
+    models: Vec<String>,
+    /// Every `[[model]]` of the config file, in file order (after any --model).
+    #[arg(long)]
+    all_models: bool,
+    #[command(flatten)]
+    endpoint: EndpointArgs,
+    #[command(flatten)]
+    protocol: ProtocolArgs,
+    /// Run a stored sweep again after a crash or interruption, with its recorded definition:
+    /// complete runs are reused, interrupted ones resumed, missing ones started.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "models", "all_models"])]
+    resume: Option<String>,
+    /// The run store (SQLite).
+    #[arg(long, default_value = "runs/h2htalk.db")]
+    db: PathBuf,
+    /// Where reports go (default: `reports/` beside the store; the sweep's in `sweep-NAME/`).
+    #[arg(long, value_name = "DIR")]
+    report_dir: Option<PathBuf>,
+    /// Print one JSON object at the end instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// No progress display.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn run(args: SweepArgs) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let options = RunOptions {
+        db: args.db.clone(),
+        report_dir: args.report_dir.clone(),
+        quiet: args.quiet || args.json,
+        lane: None,
+    };
+    let out = match &args.resume {
+        Some(name) => rt.block_on(resume(name, &options))?,
+        None => {
+            let mut models = args.models.clone();
+            if args.all_models {
+                let path = args.endpoint.config.clone().or_else(default_config_path).ok_or_else(|| {
+                    anyhow::anyhow!("--all-models needs a config file: give --config FILE or put h2htalk.toml here")
+                })?;
+                let cfg = Config::load(&path)?;
+                models.extend(cfg.model.iter().map(|m| m.name.clone()).filter(|n| !args.models.contains(n)));
+            }
+            let requests = models.into_iter().map(|m| args.endpoint.request(m)).collect();
+            let spec = SweepSpec {
+                name: args.name.clone().expect("clap requires --name"),
+                models: requests,
+                run: args.protocol.new_run(args.endpoint.request(String::new())),
+            };
+            rt.block_on(sweep(spec, &options))?
+        }
+    };
+    if args.json {
+        let mut v = serde_json::to_value(&out)?;
+        v["report"] = serde_json::json!(out.report.as_ref().map(|r| r.html.clone()));
+        println!("{}", serde_json::to_string(&v)?);
+    } else {
+        println!("sweep {} ({})", out.name, out.protocol);
+        println!("{:<32} {:<8} {:<22} {:>9}  run", "model", "how", "status", "generated");
+        for m in &out.members {
+            println!(
+                "{:<32} {:<8} {:<22} {:>9}  {}",
+                m.model,
+                m.how,
+                m.status.as_deref().unwrap_or("-"),
+                m.generated,
+                m.run_id.as_deref().unwrap_or("-")
+            );
+            if let Some(e) = &m.error {
+                println!("  error: {e}");
+            }
+        }
+        match &out.report {
+            Some(r) => println!("report: {}", r.html.display()),
+            None => println!("no report: no run of the sweep has results"),
+        }
+    }
+    if out.members.iter().any(|m| m.error.is_some()) {
+        anyhow::bail!(
+            "some models of sweep {} failed (above); fix the cause and run `h2htalk sweep --resume {}`",
+            out.name,
+            out.name
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! `h2htalk sweep`: several models under one protocol against in-suite servers that answer
+//! differently; stored runs of the same model and protocol are reused, a crashed sweep resumes with
+//! one command, and a report refuses to rank runs of different protocols unless asked.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::*;
+use h2htalk_store::Store;
+use h2htalk_testserver::{Faults, ServerConfig, TestServer};
+use serde_json::Value;
+use tempfile::TempDir;
+
+const DIALOGUE: &str = "{\"scores\": {\"empathy\": 8, \"fit_to_state\": 7, \"persona_consistency\": 9, \
+                        \"naturalness\": 6}, \"reason\": \"warm\"}";
+
+/// A companion whose every answer is `answer` (an empty key matches every request), with its own
+/// fault seed and latency.
+fn companion(seed: u64, answer: &str, faults: f64, latency_ms: u64) -> ServerConfig {
+    ServerConfig {
+        seed,
+        latency_ms,
+        faults: Faults { server_error: faults, rate_limited: faults, ..Faults::default() },
+        script: vec![(String::new(), answer.to_string())],
+        ..ServerConfig::default()
+    }
+}
+
+/// `h2htalk.toml` naming each server as a model.
+fn config(dir: &Path, servers: &[(&str, &TestServer)], concurrency: usize) -> String {
+    let mut toml = String::new();
+    for (name, s) in servers {
+        toml += &format!(
+            "[[model]]\nname = \"{name}\"\nbase_url = \"{}\"\nmax_concurrency = {concurrency}\nmax_attempts = 8\n\
+             price_input_per_million = 1.0\nprice_output_per_million = 2.0\n\n",
+            s.base_url()
+        );
+    }
+    let path = dir.join("h2htalk.toml");
+    std::fs::write(&path, toml).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn sweep_args<'a>(cfg: &'a str, db: &'a str, suite: &'a str, judge_url: &'a str, models: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["sweep", "--name", "four", "--config", cfg, "--db", db, "--suite", suite];
+    for m in models {
+        args.extend(["--model", m]);
+    }
+    args.extend([
+        "--tasks",
+        "dialogue_base,dialogue_emotion,itinerary_middle",
+        "--limit",
+        "3",
+        "--metrics",
+        "lexical",
+        "--judge",
+        "openai:judge",
+        "--judge-base-url",
+        judge_url,
+        "--simulate",
+        "1",
+        "--json",
+    ]);
+    args
+}
+
+fn requests(s: &TestServer) -> u64 {
+    s.counters.requests.load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
+    let rt = runtime();
+    let answers =
+        ["（点头）我在呢，慢慢说。", "嗯，听起来你今天很累，先歇一会儿吧。", "好的。", "我陪你一起想想办法，好吗？"];
+    let servers: Vec<TestServer> = answers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| start_server(&rt, companion(i as u64 + 1, a, if i == 1 { 0.15 } else { 0.0 }, 0)))
+        .collect();
+    let script = vec![("\"persona_consistency\": <1-10>".to_string(), DIALOGUE.to_string())];
+    let judge = start_server(&rt, ServerConfig { script, ..ServerConfig::default() });
+    let dir = TempDir::new().unwrap();
+    let names = ["alpha", "beta", "gamma", "delta"];
+    let named: Vec<(&str, &TestServer)> = names.iter().copied().zip(servers.iter()).collect();
+    let cfg = config(dir.path(), &named, 4);
+    let db = dir.path().join("runs.db");
+    let (db_s, suite) = (db.to_str().unwrap().to_string(), suite().to_str().unwrap().to_string());
+    let judge_url = judge.base_url();
+
+    let first = json_of(&h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names[..3])));
+    let members = first["members"].as_array().unwrap();
+    assert_eq!(members.len(), 3, "{first}");
+    for m in members {
+        assert_eq!(m["how"], "new", "{m}");
+        assert_eq!(m["status"], "complete", "{m}");
+        assert_eq!(m["generated"], 9, "{m}");
+    }
+    let asked: Vec<u64> = servers.iter().map(requests).collect();
+    assert!(asked[..3].iter().all(|n| *n >= 9), "every model was asked: {asked:?}");
+    assert_eq!(asked[3], 0);
+    let judge_asked = requests(&judge);
+    assert!(judge_asked > 0);
+
+    // A fourth model: the three stored runs answer for their models, nothing is asked of them again.
+    let second = json_of(&h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names)));
+    let members = second["members"].as_array().unwrap();
+    let how: Vec<&str> = members.iter().map(|m| m["how"].as_str().unwrap()).collect();
+    assert_eq!(how, ["reused", "reused", "reused", "new"], "{second}");
+    for (i, m) in members.iter().enumerate().take(3) {
+        assert_eq!(m["run_id"], first["members"][i]["run_id"], "model {i} keeps its run");
+    }
+    let now: Vec<u64> = servers.iter().map(requests).collect();
+    assert_eq!(now[..3], asked[..3], "the three stored runs were not generated again");
+    assert!(now[3] >= 9, "the new model was asked: {now:?}");
+    assert_eq!(first["protocol"], second["protocol"]);
+
+    // One report ranks the four runs.
+    let lb: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("reports/sweep-four/leaderboard.json")).unwrap())
+            .unwrap();
+    assert_eq!(lb["ranking"].as_array().unwrap().len(), 4, "{}", lb["ranking"]);
+    assert_eq!(lb["mixed_protocols"], false);
+    let protocols: Vec<&str> = lb["runs"].as_array().unwrap().iter().map(|r| r["protocol"].as_str().unwrap()).collect();
+    assert!(protocols.iter().all(|p| *p == second["protocol"]), "{protocols:?}");
+    let html = std::fs::read_to_string(dir.path().join("reports/sweep-four/report.html")).unwrap();
+    for name in names {
+        assert!(html.contains(&format!("openai:{name}")), "{name} in the HTML report");
+    }
+    // `report --sweep` reports the same runs.
+    let out = dir.path().join("again");
+    stdout(&h2htalk(&["report", "--db", &db_s, "--sweep", "four", "--out", out.to_str().unwrap()]));
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(out.join("leaderboard.json")).unwrap()).unwrap();
+    assert_eq!(again["ranking"], lb["ranking"]);
+
+    // A run of another protocol (another --limit) in the same store: ranking it with the sweep's
+    // runs is refused, naming what differs, unless --allow-mixed.
+    let other = json_of(&h2htalk(&[
+        "run",
+        "--config",
+        &cfg,
+        "--model",
+        "alpha",
+        "--db",
+        &db_s,
+        "--suite",
+        &suite,
+        "--tasks",
+        "dialogue_base,dialogue_emotion,itinerary_middle",
+        "--limit",
+        "2",
+        "--metrics",
+        "lexical",
+        "--json",
+    ]));
+    assert_eq!(other["status"], "complete");
+    let mixed_out = dir.path().join("mixed");
+    let refused = h2htalk(&["report", "--db", &db_s, "--out", mixed_out.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("2 different protocols"), "{err}");
+    assert!(err.contains("selection ("), "names the field that differs: {err}");
+    assert!(err.contains("judges ("), "{err}");
+    assert!(err.contains("--allow-mixed"), "{err}");
+    assert!(err.contains(other["run_id"].as_str().unwrap()), "names the run: {err}");
+    stdout(&h2htalk(&["report", "--db", &db_s, "--out", mixed_out.to_str().unwrap(), "--allow-mixed"]));
+    let lb: Value =
+        serde_json::from_str(&std::fs::read_to_string(mixed_out.join("leaderboard.json")).unwrap()).unwrap();
+    assert_eq!(lb["mixed_protocols"], true);
+    assert_eq!(lb["ranking"].as_array().unwrap().len(), 5);
+    for r in lb["runs"].as_array().unwrap() {
+        let short = &r["protocol"].as_str().unwrap()["protocol:sha256:".len()..][..12];
+        assert!(r["label"].as_str().unwrap().ends_with(&format!("protocol {short}")), "{}", r["label"]);
+    }
+}
+
+#[test]
+fn a_crashed_sweep_resumes_with_one_command_without_asking_again() {
+    let rt = runtime();
+    // Slow servers, one request at a time: the sweep is killed mid-generation.
+    let servers: Vec<TestServer> = (0..2)
+        .map(|i| start_server(&rt, companion(10 + i, ["我在。", "慢慢来，我听着。"][i as usize], 0.0, 250)))
+        .collect();
+    let dir = TempDir::new().unwrap();
+    let named: Vec<(&str, &TestServer)> = ["one", "two"].into_iter().zip(servers.iter()).collect();
+    let cfg = config(dir.path(), &named, 1);
+    let db = dir.path().join("runs.db");
+    let (db_s, suite) = (db.to_str().unwrap().to_string(), suite().to_str().unwrap().to_string());
+    let args = [
+        "sweep",
+        "--name",
+        "crash",
+        "--config",
+        &cfg,
+        "--all-models",
+        "--db",
+        &db_s,
+        "--suite",
+        &suite,
+        "--limit",
+        "2",
+        "--metrics",
+        "lexical",
+        "--quiet",
+    ];
+    let mut child = bin().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // Kill it once both runs hold some answers (each run has 22 items at 250 ms each).
+    let started = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let stored = Store::open_read_only(&db).ok().and_then(|s| {
+            let sweep = s.sweep("crash").ok()??;
+            let ids: Vec<String> = sweep.runs.iter().filter_map(|m| m.run_id.clone()).collect();
+            let counts: Vec<usize> = ids.iter().map(|id| s.generations(id).map(|g| g.len()).unwrap_or(0)).collect();
+            Some(counts)
+        });
+        if stored.as_ref().is_some_and(|c| c.len() == 2 && c.iter().all(|n| *n >= 2)) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the sweep never stored answers: {stored:?}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = Store::open_read_only(&db).unwrap();
+    let sweep = store.sweep("crash").unwrap().unwrap();
+    let ids: Vec<String> = sweep.runs.iter().map(|m| m.run_id.clone().unwrap()).collect();
+    let before: Vec<usize> = ids.iter().map(|id| store.generations(id).unwrap().len()).collect();
+    assert!(before.iter().all(|n| *n < 22), "killed mid-generation: {before:?}");
+    drop(store);
+    let asked_before: Vec<u64> = servers.iter().map(requests).collect();
+
+    let out = json_of(&h2htalk(&["sweep", "--resume", "crash", "--db", &db_s, "--json", "--quiet"]));
+    let members = out["members"].as_array().unwrap();
+    for (i, m) in members.iter().enumerate() {
+        assert_eq!(m["how"], "resumed", "{m}");
+        assert_eq!(m["status"], "complete", "{m}");
+        assert_eq!(m["run_id"].as_str().unwrap(), ids[i], "the same run goes on");
+        assert_eq!(m["generated"].as_u64().unwrap() as usize, 22 - before[i], "only what was missing: {m}");
+    }
+    for (s, b) in servers.iter().zip(&asked_before) {
+        // Only the missing items (and none of the stored ones) are asked for.
+        assert!(requests(s) - b <= 22, "{} more requests", requests(s) - b);
+    }
+    let store = Store::open_read_only(&db).unwrap();
+    for id in &ids {
+        assert_eq!(store.generations(id).unwrap().len(), 22);
+    }
+    // Running it again changes nothing: both runs are reused.
+    let asked: Vec<u64> = servers.iter().map(requests).collect();
+    let again = json_of(&h2htalk(&["sweep", "--resume", "crash", "--db", &db_s, "--json", "--quiet"]));
+    assert!(again["members"].as_array().unwrap().iter().all(|m| m["how"] == "reused"), "{again}");
+    assert_eq!(servers.iter().map(requests).collect::<Vec<_>>(), asked);
+}
+
+#[test]
+fn a_sweep_refuses_models_that_would_answer_under_different_settings() {
+    let rt = runtime();
+    let server = start_server(&rt, ServerConfig::default());
+    let dir = TempDir::new().unwrap();
+    let toml = format!(
+        "[[model]]\nname = \"short\"\nbase_url = \"{0}\"\nmax_tokens = 64\n\n[[model]]\nname = \"long\"\nbase_url = \"{0}\"\n",
+        server.base_url()
+    );
+    let cfg = dir.path().join("h2htalk.toml");
+    std::fs::write(&cfg, toml).unwrap();
+    let db = dir.path().join("runs.db");
+    let out = h2htalk(&[
+        "sweep",
+        "--name",
+        "s",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--all-models",
+        "--db",
+        db.to_str().unwrap(),
+        "--limit",
+        "1",
+        "--metrics",
+        "lexical",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another protocol") && err.contains("settings") && err.contains("--max-tokens"), "{err}");
+    assert_eq!(requests(&server), 0, "nothing ran");
+    // With one answer length for all, it runs.
+    let out = json_of(&h2htalk(&[
+        "sweep",
+        "--name",
+        "s",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--all-models",
+        "--db",
+        db.to_str().unwrap(),
+        "--limit",
+        "1",
+        "--metrics",
+        "lexical",
+        "--max-tokens",
+        "128",
+        "--json",
+        "--quiet",
+    ]));
+    assert_eq!(out["members"].as_array().unwrap().len(), 2);
+}
