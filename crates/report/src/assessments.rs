@@ -603,7 +603,9 @@ struct StoredResult {
 
 #[derive(Deserialize)]
 struct StoredFact {
-    distance: String,
+    /// Absent in simulations stored before facts recorded their distance.
+    #[serde(default)]
+    distance: Option<String>,
     asked: bool,
     recalled: Option<bool>,
 }
@@ -653,9 +655,11 @@ fn simulator_section(run_id: &str, sims: &[Simulation], cfg: &Bootstrap) -> Resu
             let hit = usize::from(f.recalled == Some(true));
             asked += 1;
             recalled += hit;
-            let d = by_distance.entry(f.distance.clone()).or_default();
-            d.0 += hit;
-            d.1 += 1;
+            if let Some(distance) = &f.distance {
+                let d = by_distance.entry(distance.clone()).or_default();
+                d.0 += hit;
+                d.1 += 1;
+            }
         }
         if r.needs_outcome == "judged" {
             judged += 1;
