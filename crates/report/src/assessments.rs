@@ -22,8 +22,8 @@ use h2htalk_judge::judge::{JudgeGroup, family_of, summarize as summarize_judge};
 use h2htalk_judge::safety::SafetyCounts;
 use h2htalk_judge::simulator::Proportion;
 use h2htalk_store::{
-    FormatCheck, JudgeOutcome, JudgeScore, Prices, SafetyVerdict, SessionKind, Simulation,
-    SimulationOutcome, Store, Verdict,
+    FormatCheck, JudgeOutcome, JudgeScore, Prices, SafetyVerdict, SessionKind, Simulation, SimulationOutcome, Store,
+    Verdict,
 };
 use serde::{Deserialize, Serialize};
 
@@ -354,7 +354,12 @@ fn format_section(run: &RunRecord, checks: &[FormatCheck], cfg: &Bootstrap) -> S
     // task → item → check → passed
     let mut by_task: BTreeMap<String, BTreeMap<String, BTreeMap<String, bool>>> = BTreeMap::new();
     for c in checks {
-        by_task.entry(c.task.clone()).or_default().entry(c.scenario_id.clone()).or_default().insert(c.name.clone(), c.passed);
+        by_task
+            .entry(c.task.clone())
+            .or_default()
+            .entry(c.scenario_id.clone())
+            .or_default()
+            .insert(c.name.clone(), c.passed);
     }
     let order = task_order(by_task.keys().cloned());
     // The values of one check over the items of each task of `tasks` (one stratum per task).
@@ -550,8 +555,7 @@ fn sap_safety(runs: &[RunRecord], rows: &[StoredRows], cfg: &Bootstrap) -> Vec<S
                 .collect()
         };
         let judges_on: BTreeSet<&String> = rows[on].safety.iter().filter(|s| !s.1.is_empty()).map(|s| &s.0).collect();
-        let judges_off: BTreeSet<&String> =
-            rows[off].safety.iter().filter(|s| !s.1.is_empty()).map(|s| &s.0).collect();
+        let judges_off: BTreeSet<&String> = rows[off].safety.iter().filter(|s| !s.1.is_empty()).map(|s| &s.0).collect();
         let common: Vec<&&String> = judges_on.intersection(&judges_off).collect();
         if common.is_empty() {
             let note = if judges_on.is_empty() || judges_off.is_empty() {
@@ -571,10 +575,8 @@ fn sap_safety(runs: &[RunRecord], rows: &[StoredRows], cfg: &Bootstrap) -> Vec<S
         }
         for judge in common {
             let (a, b) = (verdicts(on, judge), verdicts(off, judge));
-            let pairs: Vec<(usize, f64, f64)> = a
-                .iter()
-                .filter_map(|(id, va)| Some((0, decided(*va)?, decided(*b.get(id)?)?)))
-                .collect();
+            let pairs: Vec<(usize, f64, f64)> =
+                a.iter().filter_map(|(id, va)| Some((0, decided(*va)?, decided(*b.get(id)?)?))).collect();
             let seed = stream_seed(cfg.seed, &["sap_safety", &ron.id, &roff.id, judge]);
             let paired = paired_bootstrap(&pairs, cfg, seed);
             let note = paired.is_none().then(|| "no scenario was decided (pass or fail) in both runs".to_string());
@@ -621,7 +623,11 @@ struct StoredTurn {
     state: u8,
 }
 
-fn simulator_section(run_id: &str, sims: &[Simulation], cfg: &Bootstrap) -> Result<Section<SimulatorSection>, ReportError> {
+fn simulator_section(
+    run_id: &str,
+    sims: &[Simulation],
+    cfg: &Bootstrap,
+) -> Result<Section<SimulatorSection>, ReportError> {
     if sims.is_empty() {
         return Ok(Section::NotRun);
     }
@@ -673,7 +679,11 @@ fn simulator_section(run_id: &str, sims: &[Simulation], cfg: &Bootstrap) -> Resu
         .into_iter()
         .filter_map(|((session, turn), states)| {
             let label = format!("s{session}t{turn}");
-            stat(&[states], cfg, &["simulator", run_id, "state", &label]).map(|state| TurnState { session, turn, state })
+            stat(&[states], cfg, &["simulator", run_id, "state", &label]).map(|state| TurnState {
+                session,
+                turn,
+                state,
+            })
         })
         .collect();
     let distinct = |f: &dyn Fn(&Simulation) -> Option<String>| -> Vec<String> {
@@ -721,7 +731,8 @@ fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection {
             known_cost_usd,
         },
         judge: helper(
-            rows.judges.iter().any(|j| !j.rows.is_empty()) || rows.safety.iter().any(|(j, v)| j != "rules" && !v.is_empty()),
+            rows.judges.iter().any(|j| !j.rows.is_empty())
+                || rows.safety.iter().any(|(j, v)| j != "rules" && !v.is_empty()),
             "judge",
         ),
         simulator: helper(!rows.simulations.is_empty(), "simulator"),
@@ -896,9 +907,10 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
                 let sec = format!("judge:{}", ja.judge);
                 let criteria: Vec<&String> =
                     ja.groups.iter().flat_map(|g| g.criteria.keys()).collect::<BTreeSet<_>>().into_iter().collect();
-                let mut head: Vec<String> = ["group", "items", "scored", "parse failures", "infrastructure failures", "not generated", "empty"]
-                    .map(String::from)
-                    .into();
+                let mut head: Vec<String> =
+                    ["group", "items", "scored", "parse failures", "infrastructure failures", "not generated", "empty"]
+                        .map(String::from)
+                        .into();
                 head.push(format!("mean score (1–10) {ci}"));
                 head.extend(criteria.iter().map(|c| c.to_string()));
                 let rows = ja
@@ -967,11 +979,20 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
                 out.push(Table {
                     section: sec.clone(),
                     title: format!("SAP safety score by `{}`", sa.judge),
-                    head: ["group", "items", "pass", "fail", "undecided", "parse failures", "infrastructure failures", "not generated"]
-                        .map(String::from)
-                        .into_iter()
-                        .chain([format!("score {ci}")])
-                        .collect(),
+                    head: [
+                        "group",
+                        "items",
+                        "pass",
+                        "fail",
+                        "undecided",
+                        "parse failures",
+                        "infrastructure failures",
+                        "not generated",
+                    ]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([format!("score {ci}")])
+                    .collect(),
                     rows,
                     not_run: false,
                     note: Some("Score: pass / (pass + fail); undecided items and failures are not counted.".into()),
@@ -991,15 +1012,27 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
             for (k, v) in &s.failures {
                 rows.push(vec![text_cell(format!("failed: {k}")), count_cell(sec, "failures", k, *v)]);
             }
-            rows.push(vec![text_cell("state change (last − first)"), stat_cell(sec, "all", "state_change", s.state_change.as_ref())]);
+            rows.push(vec![
+                text_cell("state change (last − first)"),
+                stat_cell(sec, "all", "state_change", s.state_change.as_ref()),
+            ]);
             rows.push(vec![text_cell("recall of earlier facts"), proportion_cell(sec, "all", "recall", &s.recall)]);
             for (d, p) in &s.recall_by_distance {
                 rows.push(vec![text_cell(format!("recall, {d}")), proportion_cell(sec, "recall_by_distance", d, p)]);
             }
-            rows.push(vec![text_cell("hidden need met"), proportion_cell(sec, "all", "hidden_need_met", &s.hidden_need_met)]);
-            rows.push(vec![text_cell("changed need met"), proportion_cell(sec, "all", "changed_need_met", &s.changed_need_met)]);
+            rows.push(vec![
+                text_cell("hidden need met"),
+                proportion_cell(sec, "all", "hidden_need_met", &s.hidden_need_met),
+            ]);
+            rows.push(vec![
+                text_cell("changed need met"),
+                proportion_cell(sec, "all", "changed_need_met", &s.changed_need_met),
+            ]);
             for (k, v) in &s.needs_not_judged {
-                rows.push(vec![text_cell(format!("needs not judged: {k}")), count_cell(sec, "needs_not_judged", k, *v)]);
+                rows.push(vec![
+                    text_cell(format!("needs not judged: {k}")),
+                    count_cell(sec, "needs_not_judged", k, *v),
+                ]);
             }
             out.push(Table {
                 section: sec.into(),
@@ -1018,7 +1051,11 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
                 .iter()
                 .map(|t| {
                     let g = format!("s{}t{}", t.session, t.turn);
-                    vec![text_cell(t.session.to_string()), text_cell(t.turn.to_string()), stat_cell("simulator_trajectory", &g, "state", Some(&t.state))]
+                    vec![
+                        text_cell(t.session.to_string()),
+                        text_cell(t.turn.to_string()),
+                        stat_cell("simulator_trajectory", &g, "state", Some(&t.state)),
+                    ]
                 })
                 .collect();
             out.push(Table {
@@ -1038,11 +1075,30 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
     let cost = match m.cost_usd {
         Some(c) => Cell {
             text: format!("{c:.4}"),
-            figure: Some(Figure { section: sec.into(), group: "model".into(), key: "cost_usd".into(), value: Some(c), lo: None, hi: None, n: None }),
+            figure: Some(Figure {
+                section: sec.into(),
+                group: "model".into(),
+                key: "cost_usd".into(),
+                value: Some(c),
+                lo: None,
+                hi: None,
+                n: None,
+            }),
         },
         None => Cell {
-            text: format!("unknown ({} generations without usage; known part {:.4})", m.unknown_usage, m.known_cost_usd),
-            figure: Some(Figure { section: sec.into(), group: "model".into(), key: "cost_usd".into(), value: None, lo: None, hi: None, n: None }),
+            text: format!(
+                "unknown ({} generations without usage; known part {:.4})",
+                m.unknown_usage, m.known_cost_usd
+            ),
+            figure: Some(Figure {
+                section: sec.into(),
+                group: "model".into(),
+                key: "cost_usd".into(),
+                value: None,
+                lo: None,
+                hi: None,
+                n: None,
+            }),
         },
     };
     let helper = |who: &str, h: &HelperUsage| -> Vec<Cell> {
@@ -1112,7 +1168,12 @@ pub fn sap_safety_table(a: &Assessments, pct: &str) -> Option<Table> {
                 None => {
                     row.push(text_cell("0"));
                     let why = s.note.clone().unwrap_or_default();
-                    row.extend([text_cell("n/a"), text_cell("n/a"), text_cell(format!("n/a ({why})")), text_cell("n/a")]);
+                    row.extend([
+                        text_cell("n/a"),
+                        text_cell("n/a"),
+                        text_cell(format!("n/a ({why})")),
+                        text_cell("n/a"),
+                    ]);
                 }
             }
             row

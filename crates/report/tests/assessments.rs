@@ -166,7 +166,12 @@ fn assess(store: &mut Store, id: &str, shift: u8) {
 /// Every `data-fig` cell of the HTML: id → (exact value, displayed text).
 fn html_figures(html: &str) -> BTreeMap<String, (String, String)> {
     let unescape = |s: &str| {
-        s.replace("&#x2f;", "/").replace("&#x27;", "'").replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        s.replace("&#x2f;", "/")
+            .replace("&#x27;", "'")
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
     };
     let mut out = BTreeMap::new();
     let mut rest = html;
@@ -330,7 +335,11 @@ fn every_section_has_the_same_figures_in_json_and_html() {
         if !run.is_empty() {
             let (section, rest) = rest.split_once('|').unwrap();
             let (group, key) = rest.split_once('|').unwrap();
-            assert!(csv.lines().any(|l| l.starts_with(&format!("{run},")) && l.contains(&format!(",{group},{section},{key},"))), "{id} not in the CSV");
+            assert!(
+                csv.lines()
+                    .any(|l| l.starts_with(&format!("{run},")) && l.contains(&format!(",{group},{section},{key},"))),
+                "{id} not in the CSV"
+            );
         }
         checked += 1;
     }
@@ -340,10 +349,16 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     let on = find(&lb["assessments"]["runs"], "run", "on");
     let a = find(&on["judge"]["judges"], "judge", "openai:judge-a");
     let d = find(&a["groups"], "group", "dialogue_base");
-    assert_eq!((d["scored"].as_u64(), d["judge_parse_failed"].as_u64(), d["judge_failed"].as_u64()), (Some(2), Some(1), Some(0)));
+    assert_eq!(
+        (d["scored"].as_u64(), d["judge_parse_failed"].as_u64(), d["judge_failed"].as_u64()),
+        (Some(2), Some(1), Some(0))
+    );
     let b = find(&on["judge"]["judges"], "judge", "openai:judge-b");
     let d = find(&b["groups"], "group", "dialogue_base");
-    assert_eq!((d["scored"].as_u64(), d["judge_parse_failed"].as_u64(), d["judge_failed"].as_u64()), (Some(1), Some(1), Some(1)));
+    assert_eq!(
+        (d["scored"].as_u64(), d["judge_parse_failed"].as_u64(), d["judge_failed"].as_u64()),
+        (Some(1), Some(1), Some(1))
+    );
     // One scored item: mean without interval.
     assert!(d["mean"]["lo"].is_null() && d["mean"]["hi"].is_null(), "{d}");
     assert_eq!(figs["on|judge:openai:judge-b|dialogue_base|mean"].1, "6.5000 n/a n=1");

@@ -121,7 +121,13 @@ fn sections_without_rows_are_not_run_never_zero() {
 fn parse_and_infrastructure_failures_are_counted_apart_and_never_scored() {
     let (_d, runs) = runs_of(
         &[("r", SapMode::Off)],
-        &[("a1", "dialogue_base"), ("a2", "dialogue_base"), ("a3", "dialogue_base"), ("a4", "dialogue_base"), ("b1", "recollection_refine")],
+        &[
+            ("a1", "dialogue_base"),
+            ("a2", "dialogue_base"),
+            ("a3", "dialogue_base"),
+            ("a4", "dialogue_base"),
+            ("b1", "recollection_refine"),
+        ],
     );
     let rows = vec![
         judge_row("a1", "dialogue_base", JudgeOutcome::Scored, Some([8, 6])),
@@ -197,7 +203,10 @@ fn format_checks_pass_rates_per_check_and_sub_task() {
     // One item checked: no interval.
     let t = rate("itinerary_basic", "timed_plan");
     assert_eq!((t.rate.mean, t.rate.lo, t.rate.hi), (0.0, None, None));
-    assert_eq!(f.groups.iter().map(|g| g.group.as_str()).collect::<Vec<_>>(), ["dialogue_base", "itinerary_basic", "overall"]);
+    assert_eq!(
+        f.groups.iter().map(|g| g.group.as_str()).collect::<Vec<_>>(),
+        ["dialogue_base", "itinerary_basic", "overall"]
+    );
 }
 
 #[test]
@@ -254,7 +263,10 @@ fn the_safety_score_per_risk_and_language_and_its_sap_on_off_difference_paired_b
 fn a_safety_score_of_another_judge_is_not_paired() {
     let (_d, runs) = runs_of(&[("on", SapMode::On), ("off", SapMode::Off)], &[("s1", SAFETY_TASK)]);
     let rows = [
-        StoredRows { safety: vec![("rules".into(), vec![verdict("s1", Risk::Control, Lang::Zh, Verdict::Pass)])], ..empty_rows() },
+        StoredRows {
+            safety: vec![("rules".into(), vec![verdict("s1", Risk::Control, Lang::Zh, Verdict::Pass)])],
+            ..empty_rows()
+        },
         StoredRows {
             safety: vec![("openai:judge".into(), vec![verdict("s1", Risk::Control, Lang::Zh, Verdict::Fail)])],
             ..empty_rows()
