@@ -875,7 +875,7 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
             let mut rows = Vec::new();
             for g in &f.groups {
                 for c in &g.checks {
-                    let key = format!("{}", c.check);
+                    let key = c.check.clone();
                     rows.push(vec![
                         text_cell(&g.group),
                         text_cell(&c.check),

@@ -269,7 +269,7 @@ fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
                 .as_array()
                 .unwrap()
                 .iter()
-                .find(|t| t["session"].to_string() == session && t["turn"].to_string() == turn)
+                .find(|t| t["session"] == session.parse::<u64>().unwrap() && t["turn"] == turn.parse::<u64>().unwrap())
                 .unwrap();
             stat(&t["state"])
         }
