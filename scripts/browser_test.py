@@ -90,6 +90,75 @@ def screenshot_ok(png_path, name):
                  f"{colors} colours, {share:.1%} of pixels off the background")
 
 
+def check_assessments(cdp, lb, shots):
+    """The assessments section: a block per run, each section either with its figures or saying
+    "not run", and the figures shown equal to leaderboard.json."""
+    a = lb["assessments"]
+    blocks = cdp.eval("[...document.querySelectorAll('#assessments details.assessments')].map(d => d.dataset.run)")
+    check("an assessments block per run", blocks and sorted(blocks) == sorted(r["run"] for r in a["runs"]),
+          f"{len(blocks or [])} blocks for {len(a['runs'])} runs")
+    figs = dict(cdp.eval("[...document.querySelectorAll('#assessments td[data-fig]')].map(td => [td.dataset.fig, td.dataset.value])"))
+    not_run = cdp.eval("[...document.querySelectorAll('#assessments details.assessments')].flatMap(d => "
+                       "[...d.querySelectorAll('p.not-run')].map(p => d.dataset.run + '|' + p.dataset.section))")
+    bad = []
+    seen = {"run": 0, "not run": 0}
+    for r in a["runs"]:
+        for section in ("format_checks", "judge", "safety", "simulator"):
+            status = r[section]["status"]
+            seen[status] += 1
+            prefixes = [f"{r['run']}|{section}"]
+            if section in ("judge", "safety") and status == "run":
+                prefixes = [f"{r['run']}|{section}:{j['judge']}|" for j in r[section]["judges"]]
+            if status == "run":
+                if not all(any(k.startswith(p) for k in figs) for p in prefixes):
+                    bad.append(f"{r['run']} {section}: no figures")
+            elif f"{r['run']}|{section}" not in not_run:
+                bad.append(f"{r['run']} {section}: not shown as not run")
+    check("every section shows its figures or says it did not run", not bad and seen["run"] > 0 and seen["not run"] > 0,
+          "; ".join(bad[:5]) + f" ({seen})")
+    want = {}
+    for r in a["runs"]:
+        run = r["run"]
+        if r["format_checks"]["status"] == "run":
+            for g in r["format_checks"]["groups"]:
+                for c in g["checks"]:
+                    want[f"{run}|format_checks|{g['group']}|{c['check']}.pass_rate"] = c["rate"]["mean"]
+        if r["judge"]["status"] == "run":
+            for j in r["judge"]["judges"]:
+                for g in j["groups"]:
+                    want[f"{run}|judge:{j['judge']}|{g['group']}|judge_parse_failed"] = g["judge_parse_failed"]
+                    want[f"{run}|judge:{j['judge']}|{g['group']}|judge_failed"] = g["judge_failed"]
+                    want[f"{run}|judge:{j['judge']}|{g['group']}|mean"] = g["mean"]["mean"] if g["mean"] else None
+        if r["safety"]["status"] == "run":
+            for j in r["safety"]["judges"]:
+                score = j["overall"]["score"]
+                want[f"{run}|safety:{j['judge']}|overall|score"] = score["mean"] if score else None
+                for g in j["per_risk"]:
+                    want[f"{run}|safety:{j['judge']}|risk:{g['group']}|score"] = g["score"]["mean"] if g["score"] else None
+        if r["simulator"]["status"] == "run":
+            s = r["simulator"]
+            want[f"{run}|simulator|all|recall"] = s["recall"]["rate"]
+            want[f"{run}|simulator|all|hidden_need_met"] = s["hidden_need_met"]["rate"]
+            want[f"{run}|simulator|all|changed_need_met"] = s["changed_need_met"]["rate"]
+            for t in s["trajectory"]:
+                want[f"{run}|simulator_trajectory|s{t['session']}t{t['turn']}|state"] = t["state"]["mean"]
+        want[f"{run}|usage|model|input_tokens"] = r["usage"]["model"]["input_tokens"]
+    for d in a["sap_safety"]:
+        if d["paired"]:
+            want[f"|sap_safety|{d['on']}|{d['off']}|{d['judge']}|on_minus_off"] = d["paired"]["diff"]["mean"]
+    def same(k, v):
+        shown = figs.get(k)
+        return shown is not None and (shown == "" if v is None else float(shown) == v)
+    wrong = [k for k, v in want.items() if not same(k, v)]
+    check("assessment figures equal leaderboard.json", not wrong and len(want) > 100,
+          f"{len(want)} figures, wrong: {wrong[:5]}")
+    cdp.eval("document.getElementById('assessments').scrollIntoView()")
+    cdp.pump(0.3)
+    shot = cdp.call("Page.captureScreenshot", {"format": "png"})
+    (shots / "assessments.png").write_bytes(base64.b64decode(shot["data"]))
+    screenshot_ok(shots / "assessments.png", "assessments")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("report")
@@ -157,7 +226,9 @@ def main():
         check("family bar charts render with a bar per run", bool(groups_per_chart) and max(groups_per_chart) == runs,
               f"bars per chart {groups_per_chart}, runs {runs}")
         whiskers = cdp.eval("document.querySelectorAll('#families line.whisker').length")
-        check("every bar has its CI whisker", whiskers == 3 * sum(groups_per_chart), f"{whiskers} whisker lines")
+        # A mean over fewer than two items has no interval (data-lo is empty) and so no whisker.
+        with_ci = cdp.eval("[...document.querySelectorAll('#families g.run-bar')].filter(g => g.dataset.lo !== '').length")
+        check("every bar with an interval has its CI whisker", whiskers == 3 * with_ci, f"{whiskers} whisker lines, {with_ci} bars with an interval")
         bar_width = cdp.eval("Math.max(...[...document.querySelectorAll('#families rect.bar')].map(r => r.getBoundingClientRect().width))")
         check("bars have a visible width", bar_width > 10, f"widest bar {bar_width}px")
         heat_rows = cdp.eval("document.querySelectorAll('#heatmap tbody tr').length")
@@ -175,6 +246,8 @@ def main():
         check("provenance of every run", prov == runs, f"{prov}")
         sap_rows = cdp.eval("document.querySelectorAll('#sap table.sap tbody tr').length")
         check("SAP on/off comparison rows", sap_rows == sum(len(s["comparisons"]) for s in lb["sap"]) and sap_rows > 0, f"{sap_rows}")
+
+        check_assessments(cdp, lb, shots)
 
         cdp.call("Page.bringToFront")
         shot = cdp.call("Page.captureScreenshot", {"format": "png"})

@@ -78,6 +78,18 @@ fn a_run_generates_stores_scores_and_exports() {
     }
     assert!(prov["suite"]["fingerprint"].as_str().unwrap().starts_with("sha256:"));
     assert_eq!(prov["sap"]["mode"], "on");
+    // Every assessment of the run: format checks ran (every run checks its answers); no judge or
+    // simulator was asked for, so those sections say so (never 0).
+    let a = &show["assessments"];
+    assert_eq!(a["format_checks"]["status"], "run", "{a}");
+    for s in ["judge", "safety", "simulator"] {
+        assert_eq!(a[s], serde_json::json!({"status": "not run"}), "{s}: {a}");
+    }
+    assert_eq!(a["usage"]["model"]["input_tokens"], out["input_tokens"]);
+    let text = h2htalk(&["runs", "show", &run_id, "--db", db.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("#### Format checks: pass rate per check and sub-task"), "{text}");
+    assert!(text.contains("#### Judge rubric scores\n\nnot run"), "{text}");
 
     let export = dir.path().join("export");
     let ex = h2htalk(&["runs", "export", &run_id, "--out", export.to_str().unwrap(), "--db", db.to_str().unwrap()]);
@@ -320,6 +332,24 @@ fn judge_simulator_safety_and_format_checks_are_reported_with_their_failures() {
     let sim = &a["simulation"];
     assert_eq!((sim["simulations"].as_u64(), sim["completed"].as_u64()), (Some(1), Some(0)), "{sim}");
     assert_eq!(sim["failures"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 1);
+
+    // `runs show` and the report carry the same assessments, with intervals and each judge apart.
+    let run_id = out["run_id"].as_str().unwrap();
+    let show: Value = serde_json::from_slice(&h2htalk(&["runs", "show", run_id, "--db", db.to_str().unwrap(), "--json"]).stdout).unwrap();
+    let shown = &show["assessments"];
+    let judge = &shown["judge"]["judges"][0];
+    assert_eq!(judge["judge"], a["judge"]["judge"], "{shown}");
+    let group = |name: &str| judge["groups"].as_array().unwrap().iter().find(|g| g["group"] == name).unwrap().clone();
+    assert_eq!(group("dialogue_base")["mean"]["mean"], 7.5);
+    assert_eq!(group("itinerary_middle")["judge_parse_failed"], 2);
+    assert!(group("itinerary_middle")["mean"].is_null(), "nothing scored: no mean, never 0");
+    assert_eq!(shown["safety"]["judges"][0]["overall"]["items"], 132);
+    assert_eq!((shown["simulator"]["simulations"].as_u64(), shown["simulator"]["completed"].as_u64()), (Some(1), Some(0)));
+    let report = std::fs::read_to_string(dir.path().join("report").join("leaderboard.json"))
+        .or_else(|_| std::fs::read_to_string(std::path::Path::new(out["report"].as_str().unwrap()).with_file_name("leaderboard.json")))
+        .unwrap();
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["assessments"]["runs"][0], *shown, "the report and `runs show` disagree");
 
     // Without a model to play the user, --simulate is refused before anything runs.
     let refused = h2htalk(&["run", "--simulate", "1", "--db", db.to_str().unwrap()]);

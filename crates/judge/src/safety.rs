@@ -322,7 +322,8 @@ pub struct SafetyCounts {
 }
 
 impl SafetyCounts {
-    fn add(&mut self, verdict: Verdict) {
+    /// Counts one verdict (public so that reports count stored verdicts the same way).
+    pub fn add(&mut self, verdict: Verdict) {
         self.items += 1;
         match verdict {
             Verdict::Pass => self.pass += 1,

@@ -7,7 +7,10 @@
 //! scenario of the same sub-task, so the texts are realistic Chinese (and English) of varied
 //! quality. A few answers fail (with a reason) or are empty, as in real runs. The answers are scored
 //! with the real lexical metrics under the `strict` profile. The provenance says `synthetic`.
-//! Runs come in SAP on/off pairs of one synthetic model each.
+//! Runs come in SAP on/off pairs of one synthetic model each. Every run also gets the assessments a
+//! report shows ([`add_assessments`]): real format checks of its answers, synthetic rubric scores
+//! and safety verdicts; the first four runs also get simulated conversations (the others show the
+//! simulator as not run).
 
 use std::path::PathBuf;
 
@@ -66,6 +69,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let db = db.ok_or("usage: synthetic_store DB [--runs N] [--suite DIR] [--seed S]")?;
     let suite = load_suite(&suite_dir)?;
     let prompts = Prompts::load(&suite_dir)?;
+    let judge_texts = h2htalk_judge::JudgeTexts::load(&suite_dir)?;
     let mut store = Store::open(&db)?;
     let tokenizer = Tokenizer::global();
     let profile = Profile::Strict;
@@ -202,9 +206,149 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         store.put_generations(&id, &gens, false)?;
         store.put_scores(&id, &scores)?;
         store.set_status(&id, if stop_at < items.len() { RunStatus::Interrupted } else { RunStatus::Complete })?;
+        add_assessments(&mut store, &id, &suite, &judge_texts, skill, r, &mut rng)?;
         total += items.len();
         println!("{id}: {} items, {} generated or failed, {} scored", items.len(), gens.len(), scores.len());
     }
     println!("{runs} synthetic runs, {total} items, in {}", db.display());
+    Ok(())
+}
+
+/// The assessments of run `id` (number `r`): format checks by the judge crate's own checks, rubric
+/// scores and safety verdicts of a synthetic judge drawn around `skill` (with a few unparsable
+/// answers and failed requests, as real judges give), and for the first four runs, four simulated
+/// conversations.
+fn add_assessments(
+    store: &mut Store,
+    id: &str,
+    suite: &Suite,
+    texts: &h2htalk_judge::JudgeTexts,
+    skill: f64,
+    r: usize,
+    rng: &mut fastrand::Rng,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use h2htalk_store::{JudgeOutcome, JudgeScore, SafetyVerdict, SessionKind, Simulation, SimulationOutcome, Verdict};
+    h2htalk_judge::check_run(store, id, suite)?;
+    let judge = "synthetic:judge";
+    let settings = json!({"synthetic": true});
+    store.begin_judge_session(id, SessionKind::Rubric, judge, &settings, texts.hash())?;
+    let records = store.records(id)?;
+    let mut verdicts = Vec::new();
+    for rec in &records {
+        let item = &rec.item;
+        let scenario = suite.get(&item.scenario_id).ok_or("a stored item is in the suite")?;
+        let Some(answer) = rec.answer() else { continue };
+        if item.task == "sap_safety" {
+            let Some(risk) = scenario.tags.risk else { continue };
+            let draw = rng.f64();
+            let verdict = if answer.trim().is_empty() || draw < 0.02 {
+                Verdict::Fail
+            } else if draw < 0.04 {
+                Verdict::JudgeParseFailed
+            } else if draw < 0.05 {
+                Verdict::Undecided
+            } else if rng.f64() < skill + 0.1 {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            };
+            verdicts.push(SafetyVerdict {
+                scenario_id: item.scenario_id.clone(),
+                lang: item.lang,
+                risk,
+                verdict,
+                rules: json!([]),
+                judgment: None,
+                reason: Some("synthetic".into()),
+            });
+            continue;
+        }
+        let family = h2htalk_judge::judge::family_of(&item.task).ok_or("a sub-task has a family")?;
+        let criteria = texts.lang(item.lang).criteria(family);
+        let draw = rng.f64();
+        let mut row = JudgeScore {
+            scenario_id: item.scenario_id.clone(),
+            task: item.task.clone(),
+            family,
+            outcome: JudgeOutcome::Scored,
+            scores: None,
+            mean: None,
+            reason: None,
+            attempts: 1,
+            raw: None,
+            error: None,
+        };
+        if answer.trim().is_empty() {
+            row.outcome = JudgeOutcome::EmptyAnswer;
+        } else if draw < 0.02 {
+            row.outcome = JudgeOutcome::JudgeParseFailed;
+            row.error = Some("the answer was not the asked JSON after 3 tries".into());
+        } else if draw < 0.03 {
+            row.outcome = JudgeOutcome::JudgeFailed;
+            row.error = Some("server_error: HTTP 503".into());
+        } else {
+            let scores: std::collections::BTreeMap<String, u8> = criteria
+                .iter()
+                .map(|c| (c.id.clone(), (1.0 + 9.0 * skill + 2.0 * (rng.f64() - 0.5)).round().clamp(1.0, 10.0) as u8))
+                .collect();
+            row.mean = Some(scores.values().map(|v| f64::from(*v)).sum::<f64>() / scores.len() as f64);
+            row.scores = Some(scores);
+            row.reason = Some("synthetic".into());
+        }
+        store.put_judge_score(id, judge, &row)?;
+    }
+    store.begin_judge_session(id, SessionKind::Safety, judge, &settings, texts.hash())?;
+    store.replace_safety_verdicts(id, judge, &verdicts)?;
+    if r < 4 {
+        for idx in 0..4 {
+            let mut state = 2 + rng.u8(0..2);
+            let mut sessions = Vec::new();
+            let mut states = Vec::new();
+            for s in 1..=3 {
+                let turns: Vec<serde_json::Value> = (0..3)
+                    .map(|_| {
+                        if rng.f64() < skill {
+                            state = (state + 1).min(5);
+                        } else if rng.f64() < 0.3 {
+                            state = state.saturating_sub(1).max(1);
+                        }
+                        states.push(state);
+                        json!({"user": "…", "state": state, "companion": "…"})
+                    })
+                    .collect();
+                sessions.push(json!({"session": s, "turns": turns, "memories_shown": []}));
+            }
+            let judged = idx != 3;
+            let facts: Vec<serde_json::Value> = ["same_session", "next_session", "three_sessions"]
+                .iter()
+                .map(|d| json!({"id": d, "distance": d, "asked": true, "recalled": rng.f64() < skill, "in_memory": null}))
+                .collect();
+            let result = json!({
+                "states": states,
+                "state_change": i32::from(*states.last().unwrap()) - i32::from(states[0]),
+                "facts": facts,
+                "memory_format_failures": 0,
+                "needs_outcome": if judged { "judged" } else { "judge_parse_failed" },
+                "hidden_need_met": judged.then(|| rng.f64() < skill),
+                "changed_need_met": judged.then(|| rng.f64() < skill * 0.8),
+            });
+            store.put_simulation(
+                id,
+                &Simulation {
+                    idx,
+                    profile: format!("synthetic-{idx}"),
+                    seed: idx as u64,
+                    companion: id.to_string(),
+                    simulator: "synthetic:simulator".into(),
+                    judge: Some(judge.into()),
+                    outcome: SimulationOutcome::Completed,
+                    result,
+                    transcript: json!(sessions),
+                    error: None,
+                    created_at: h2htalk_store::now_utc(),
+                },
+            )?;
+        }
+    }
     Ok(())
 }

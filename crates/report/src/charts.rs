@@ -124,7 +124,7 @@ pub fn family_bars(lb: &Leaderboard, metric: &str) -> Vec<BarChart> {
                 .enumerate()
                 .map(|(k, i)| (k, lb.runs[*i].group(&group).and_then(|g| g.metrics.get(metric)).copied()))
                 .collect();
-            let top = nice_max(stats.iter().filter_map(|(_, s)| s.map(|s| s.hi.max(s.mean))).fold(0.0, f64::max));
+            let top = nice_max(stats.iter().filter_map(|(_, s)| s.map(|s| s.hi.unwrap_or(s.mean).max(s.mean))).fold(0.0, f64::max));
             let x = |v: f64| left + plot_width * (v / top).clamp(0.0, 1.0);
             let mut bars = Vec::new();
             let mut missing = Vec::new();
@@ -139,12 +139,13 @@ pub fn family_bars(lb: &Leaderboard, metric: &str) -> Vec<BarChart> {
                             label: key.label.clone(),
                             y,
                             w: x(s.mean) - left,
-                            x_lo: x(s.lo),
-                            x_hi: x(s.hi),
+                            // No interval (fewer than two items): no whisker, and "n/a" in the text.
+                            x_lo: x(s.lo.unwrap_or(s.mean)),
+                            x_hi: x(s.hi.unwrap_or(s.mean)),
                             mean: exact(s.mean),
-                            lo: exact(s.lo),
-                            hi: exact(s.hi),
-                            text: format!("{} [{}, {}] n={}", fmt4(s.mean), fmt4(s.lo), fmt4(s.hi), s.n),
+                            lo: s.lo.map(exact).unwrap_or_default(),
+                            hi: s.hi.map(exact).unwrap_or_default(),
+                            text: format!("{} n={}", s.text(), s.n),
                             n: s.n,
                         })
                     }
@@ -227,11 +228,9 @@ pub fn heat_map(lb: &Leaderboard, metric: &str) -> Vec<HeatRow> {
                                 mean: Some(exact(s.mean)),
                                 text: fmt4(s.mean),
                                 title: format!(
-                                    "{} · {group}: {} [{}, {}], n={} of {} items ({} failed, {} dropped)",
+                                    "{} · {group}: {}, n={} of {} items ({} failed, {} dropped)",
                                     keys[k].label,
-                                    fmt4(s.mean),
-                                    fmt4(s.lo),
-                                    fmt4(s.hi),
+                                    s.text(),
                                     s.n,
                                     g.coverage.items,
                                     g.coverage.failed,

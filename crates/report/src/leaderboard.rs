@@ -62,8 +62,16 @@ pub struct MetricStat {
     /// Items with a value of this metric.
     pub n: usize,
     pub mean: f64,
-    pub lo: f64,
-    pub hi: f64,
+    /// The interval's bounds; `None` (null in JSON, "n/a" in text) over fewer than two items.
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+}
+
+impl MetricStat {
+    /// `mean [lo, hi]` with four decimals (`mean n/a` without an interval).
+    pub fn text(&self) -> String {
+        format!("{} {}", crate::charts::fmt4(self.mean), crate::stats::fmt_ci(self.lo, self.hi))
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -108,8 +116,9 @@ pub struct RankEntry {
     pub label: String,
     pub n: usize,
     pub mean: f64,
-    pub lo: f64,
-    pub hi: f64,
+    /// `None` over fewer than two items.
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
     /// The interval of the run's rank over the bootstrap resamples.
     pub rank_lo: usize,
     pub rank_hi: usize,
@@ -165,6 +174,10 @@ pub struct Leaderboard {
     /// Each ranked run against the next one.
     pub comparisons: Vec<Comparison>,
     pub sap: Vec<SapPair>,
+    /// Format checks, judge scores, the safety score, the simulator, tokens and cost per run
+    /// ([`crate::assessments`]); filled from the store by [`crate::write_report_with`] (empty when
+    /// the leaderboard is built from loaded runs alone).
+    pub assessments: crate::assessments::Assessments,
 }
 
 pub const SCHEMA: &str = "h2htalk-leaderboard/1";
@@ -226,7 +239,7 @@ fn group_stats(
         let values: Vec<f64> = members.iter().flat_map(|s| s.rows.iter().filter_map(|r| r[m])).collect();
         let r = Replicates::pooled_means(&reps, m);
         if let Some(point) = crate::stats::mean(&values) {
-            let iv = percentile_interval(point, &r, cfg).expect("values give replicates");
+            let iv = percentile_interval(point, values.len(), &r, cfg).expect("values give replicates");
             out.insert(metric.clone(), MetricStat { n: values.len(), mean: point, lo: iv.lo, hi: iv.hi });
         }
         replicates.push(r);
@@ -483,5 +496,6 @@ pub fn build(
         unranked,
         comparisons,
         sap,
+        assessments: Default::default(),
     })
 }

@@ -7,10 +7,13 @@
 //!   paired bootstrap tests, rank intervals.
 //! - [`leaderboard`]: per sub-task, per family and overall means of every metric (the composite
 //!   included) with intervals and coverage; a ranking; paired comparisons; SAP on/off pairs.
+//! - [`assessments`]: per run, format checks, judge rubric scores (per judge), the SAP safety score
+//!   (and SAP on − off per model), the user simulator, tokens and cost, with intervals.
 //! - [`render`]: `leaderboard.json`, `leaderboard.md`, `leaderboard.csv` and one self-contained
 //!   `report.html` (inline SVG charts, inline script and style, the data embedded as JSON, no
 //!   network), all written from the same [`Leaderboard`] value.
 
+pub mod assessments;
 pub mod charts;
 pub mod leaderboard;
 pub mod load;
@@ -22,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use h2htalk_store::{Store, StoreError};
 
+pub use assessments::{Assessments, RunAssessment};
 pub use leaderboard::{Leaderboard, build};
 pub use load::{RunRecord, load_runs};
 pub use stats::Bootstrap;
@@ -94,7 +98,8 @@ pub fn write_report_with(
             item.error = item.error.as_deref().map(redact);
         }
     }
-    let lb = build(&runs, &options.bootstrap, options.rank_metric.as_deref())?;
+    let mut lb = build(&runs, &options.bootstrap, options.rank_metric.as_deref())?;
+    lb.assessments = assessments::assess(store, &runs, &options.bootstrap)?;
     let html = render::to_html(&lb, &runs)?;
     let csv = render::to_csv(&lb)?;
     std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io { path: out_dir.to_path_buf(), source })?;
@@ -153,4 +158,18 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     std::fs::write(&tmp, bytes).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// The assessments of one stored run (what `runs show` prints): its format checks, judge scores,
+/// safety score, simulator results, tokens and cost.
+pub fn assess_run(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result<RunAssessment, ReportError> {
+    let db = store.path().to_string();
+    let runs = load_runs(store, &db, &[run_id.to_string()])?;
+    let mut a = assessments::assess(store, &runs, bootstrap)?;
+    Ok(a.runs.remove(0))
+}
+
+/// `pct` of a confidence level as reports print it (`95`).
+pub fn pct(confidence: f64) -> String {
+    format!("{}", (confidence * 1000.0).round() / 10.0)
 }

@@ -10,6 +10,12 @@ use crate::ReportError;
 use crate::charts::{self, fmt4, run_keys};
 use crate::leaderboard::{GroupKind, Leaderboard};
 use crate::load::{Generation, RunRecord};
+use crate::stats::fmt_ci;
+
+/// A p-value with four decimals, or `n/a`.
+pub fn fmt_p(p: Option<f64>) -> String {
+    p.map_or_else(|| "n/a".into(), |p| format!("{p:.4}"))
+}
 
 /// The JSON leaderboard (pretty-printed).
 pub fn to_json(lb: &Leaderboard) -> String {
@@ -40,7 +46,7 @@ fn md(s: &str) -> String {
 
 fn ci(s: Option<&crate::leaderboard::MetricStat>) -> String {
     match s {
-        Some(s) => format!("{} [{}, {}]", fmt4(s.mean), fmt4(s.lo), fmt4(s.hi)),
+        Some(s) => s.text(),
         None => "–".into(),
     }
 }
@@ -70,14 +76,13 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                 let c = overall_coverage(lb, &e.run);
                 let _ = writeln!(
                     o,
-                    "| {} | {} | `{}` | {} | {} [{}, {}] | {}–{} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | `{}` | {} | {} {} | {}–{} | {} | {} | {} | {} | {} |",
                     e.rank,
                     key_of(&e.run),
                     e.run,
                     md(&e.label),
                     fmt4(e.mean),
-                    fmt4(e.lo),
-                    fmt4(e.hi),
+                    fmt_ci(e.lo, e.hi),
                     e.rank_lo,
                     e.rank_hi,
                     c.items,
@@ -98,14 +103,13 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                 for c in &lb.comparisons {
                     let _ = writeln!(
                         o,
-                        "| {} | {} | {} | {} [{}, {}] | {:.4} |",
+                        "| {} | {} | {} | {} {} | {} |",
                         key_of(&c.a),
                         key_of(&c.b),
                         c.paired.n,
                         fmt4(c.paired.diff.mean),
-                        fmt4(c.paired.diff.lo),
-                        fmt4(c.paired.diff.hi),
-                        c.paired.p_value
+                        fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
+                        fmt_p(c.paired.p_value)
                     );
                 }
                 let _ = writeln!(o);
@@ -118,16 +122,15 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                     for c in &s.comparisons {
                         let _ = writeln!(
                             o,
-                            "| {} | {} | {} | {} | {} | {} [{}, {}] | {:.4} |",
+                            "| {} | {} | {} | {} | {} | {} {} | {} |",
                             md(&s.model),
                             c.group,
                             c.paired.n,
                             fmt4(c.paired.mean_a),
                             fmt4(c.paired.mean_b),
                             fmt4(c.paired.diff.mean),
-                            fmt4(c.paired.diff.lo),
-                            fmt4(c.paired.diff.hi),
-                            c.paired.p_value
+                            fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
+                            fmt_p(c.paired.p_value)
                         );
                     }
                 }
@@ -170,6 +173,28 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
             let _ = writeln!(o);
         }
         let _ = writeln!(o);
+    }
+    o.push_str(&assessments_markdown(lb));
+    o
+}
+
+/// The assessments part of `leaderboard.md`: each run's sections, then the SAP on − off safety table.
+fn assessments_markdown(lb: &Leaderboard) -> String {
+    use crate::assessments::{run_markdown, sap_safety_table, table_markdown};
+    if lb.assessments.runs.is_empty() {
+        return String::new();
+    }
+    let pct = crate::pct(lb.bootstrap.confidence);
+    let keys = run_keys(lb);
+    let mut o = String::from("## Assessments: format checks, judge, safety, simulator, tokens and cost\n\n");
+    for k in &keys {
+        if let Some(a) = lb.assessments.run(&k.id) {
+            o.push_str(&format!("### {} `{}`: {}\n\n", k.key, k.id, md(&k.label)));
+            o.push_str(&run_markdown(a, &pct));
+        }
+    }
+    if let Some(t) = sap_safety_table(&lb.assessments, &pct) {
+        o.push_str(&table_markdown(&t));
     }
     o
 }
@@ -226,8 +251,8 @@ pub fn to_csv(lb: &Leaderboard) -> Result<String, ReportError> {
                                 m.clone(),
                                 s.n.to_string(),
                                 charts::exact(s.mean),
-                                charts::exact(s.lo),
-                                charts::exact(s.hi),
+                                s.lo.map(charts::exact).unwrap_or_default(),
+                                s.hi.map(charts::exact).unwrap_or_default(),
                             ]
                         })
                     })
@@ -237,6 +262,29 @@ pub fn to_csv(lb: &Leaderboard) -> Result<String, ReportError> {
                 w.write_record(head.iter().chain(row.iter()).chain(cov.iter())).map_err(e)?;
             }
         }
+    }
+    // The assessments, one row per figure: `kind` is the section (`format_checks`, `judge:NAME`,
+    // `safety:NAME`, `simulator`, `simulator_trajectory`, `usage`, `sap_safety`), `metric` the
+    // figure's key, `mean` its value (empty: not available); coverage columns stay empty.
+    let pct = crate::pct(lb.bootstrap.confidence);
+    for (run, f) in crate::assessments::figures(&lb.assessments, &pct) {
+        let r = lb.runs.iter().find(|r| r.id == run);
+        let opt = |v: Option<f64>| v.map(charts::exact).unwrap_or_default();
+        let mut row = vec![
+            run.clone(),
+            r.map(|r| r.label.clone()).unwrap_or_default(),
+            r.map(|r| r.model.clone()).unwrap_or_default(),
+            r.and_then(|r| r.sap.clone()).unwrap_or_default(),
+            f.group.clone(),
+            f.section.clone(),
+            f.key.clone(),
+            f.n.map(|n| n.to_string()).unwrap_or_default(),
+            opt(f.value),
+            opt(f.lo),
+            opt(f.hi),
+        ];
+        row.extend(std::iter::repeat_n(String::new(), 8));
+        w.write_record(&row).map_err(e)?;
     }
     String::from_utf8(w.into_inner().map_err(|e| ReportError::Render(format!("CSV: {e}")))?)
         .map_err(|e| ReportError::Render(format!("CSV: {e}")))
@@ -332,7 +380,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
                         "kind": g.kind,
                         "coverage": g.coverage,
                         "cells": metrics.iter().map(|m| match g.metrics.get(*m) {
-                            Some(s) => json!({"text": fmt4(s.mean), "ci": format!("[{}, {}]", fmt4(s.lo), fmt4(s.hi)), "n": s.n, "mean": charts::exact(s.mean)}),
+                            Some(s) => json!({"text": fmt4(s.mean), "ci": fmt_ci(s.lo, s.hi), "n": s.n, "mean": charts::exact(s.mean)}),
                             None => json!(null),
                         }).collect::<Vec<_>>(),
                     })
@@ -353,7 +401,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         .map(|e| {
             let c = overall_coverage(lb, &e.run);
             json!({"rank": e.rank, "key": key_of(&e.run), "run": e.run, "label": e.label, "mean": charts::exact(e.mean),
-                   "text": fmt4(e.mean), "ci": format!("[{}, {}]", fmt4(e.lo), fmt4(e.hi)), "rank_lo": e.rank_lo,
+                   "text": fmt4(e.mean), "ci": fmt_ci(e.lo, e.hi), "rank_lo": e.rank_lo,
                    "rank_hi": e.rank_hi, "coverage": c})
         })
         .collect();
@@ -361,15 +409,16 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         json!({"a": key_of(&c.a), "b": key_of(&c.b), "group": c.group, "n": c.paired.n,
                "mean_a": fmt4(c.paired.mean_a), "mean_b": fmt4(c.paired.mean_b), "diff": fmt4(c.paired.diff.mean),
                "diff_exact": charts::exact(c.paired.diff.mean),
-               "ci": format!("[{}, {}]", fmt4(c.paired.diff.lo), fmt4(c.paired.diff.hi)),
-               "p": format!("{:.4}", c.paired.p_value),
-               "significant": c.paired.diff.lo > 0.0 || c.paired.diff.hi < 0.0})
+               "ci": fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
+               "p": fmt_p(c.paired.p_value),
+               "significant": c.paired.diff.lo.is_some_and(|lo| lo > 0.0) || c.paired.diff.hi.is_some_and(|hi| hi < 0.0)})
     };
     let sap: Vec<Value> = lb
         .sap
         .iter()
         .map(|s| json!({"model": s.model, "on": key_of(&s.on), "off": key_of(&s.off), "rows": s.comparisons.iter().map(cmp).collect::<Vec<_>>()}))
         .collect();
+    let assessments = assessments_view(lb);
     let lb_json = escape_script_json(&serde_json::to_string(lb).expect("the leaderboard serialises"));
     let tr_json = escape_script_json(&transcripts(lb, runs).to_string());
     let items: usize = runs.iter().map(|r| r.items.len()).sum();
@@ -388,6 +437,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         heat => charts::heat_map(lb, &metric),
         radars => charts::radars(lb, &metric),
         runs => runs_view,
+        assessments => assessments,
         items => items,
         leaderboard_json => lb_json,
         transcripts_json => tr_json,
@@ -398,4 +448,36 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
 /// A run's coverage over all its sub-task items (empty when the run has no overall group).
 fn overall_coverage(lb: &Leaderboard, run: &str) -> crate::leaderboard::Coverage {
     lb.runs.iter().find(|r| r.id == run).and_then(|r| r.group("overall")).map(|g| g.coverage).unwrap_or_default()
+}
+
+/// The assessments for `report.html`: per run (in key order) its tables, then the SAP on − off
+/// safety table; every figure cell carries `data-fig` (`run|section|group|key`) and `data-value`
+/// (the exact value of `leaderboard.json`).
+fn assessments_view(lb: &Leaderboard) -> Value {
+    use crate::assessments::{Table, exact_or_empty, sap_safety_table, tables};
+    let pct = crate::pct(lb.bootstrap.confidence);
+    let table = |run: &str, t: &Table| {
+        let rows: Vec<Vec<Value>> = t
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|c| match &c.figure {
+                        Some(f) => json!({"text": c.text, "fig": format!("{run}|{}", f.id()), "value": exact_or_empty(f.value)}),
+                        None => json!({"text": c.text}),
+                    })
+                    .collect()
+            })
+            .collect();
+        json!({"section": t.section, "title": t.title, "head": t.head, "rows": rows, "not_run": t.not_run, "note": t.note})
+    };
+    let runs: Vec<Value> = run_keys(lb)
+        .iter()
+        .filter_map(|k| {
+            let a = lb.assessments.run(&k.id)?;
+            let ts: Vec<Value> = tables(a, &pct).iter().map(|t| table(&k.id, t)).collect();
+            Some(json!({"key": k.key, "id": k.id, "label": k.label, "tables": ts}))
+        })
+        .collect();
+    json!({"runs": runs, "sap": sap_safety_table(&lb.assessments, &pct).map(|t| table("", &t))})
 }

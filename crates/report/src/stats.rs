@@ -35,12 +35,26 @@ impl Bootstrap {
     }
 }
 
-/// A point estimate with its confidence interval.
+/// A point estimate with its confidence interval. The bounds are `None` (null in JSON, "n/a" in
+/// text) when the estimate stands on fewer than [`MIN_ITEMS_FOR_INTERVAL`] items: resampling one
+/// item always draws the same value, and a zero-width interval would claim a certainty that is
+/// not there.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct Interval {
     pub mean: f64,
-    pub lo: f64,
-    pub hi: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+}
+
+/// The fewest items an interval is computed over.
+pub const MIN_ITEMS_FOR_INTERVAL: usize = 2;
+
+/// `[lo, hi]` with four decimals, or `n/a` when the interval is not available.
+pub fn fmt_ci(lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => format!("[{}, {}]", crate::charts::fmt4(lo), crate::charts::fmt4(hi)),
+        _ => "n/a".into(),
+    }
 }
 
 /// The mean of `xs`, `None` when empty (never a silent 0).
@@ -121,24 +135,44 @@ impl Replicates {
     }
 }
 
-/// The percentile interval of replicate means around `point`; replicates without a value are left
-/// out. `None` when no replicate has one.
-pub fn percentile_interval(point: f64, replicates: &[Option<f64>], cfg: &Bootstrap) -> Option<Interval> {
+/// The percentile interval of replicate means around `point`, an estimate over `n` items;
+/// replicates without a value are left out. `None` when no replicate has one; bounds of `None`
+/// when `n` is under [`MIN_ITEMS_FOR_INTERVAL`].
+pub fn percentile_interval(point: f64, n: usize, replicates: &[Option<f64>], cfg: &Bootstrap) -> Option<Interval> {
     let mut v: Vec<f64> = replicates.iter().flatten().copied().collect();
     if v.is_empty() {
         return None;
     }
+    if n < MIN_ITEMS_FOR_INTERVAL {
+        return Some(Interval { mean: point, lo: None, hi: None });
+    }
     v.sort_by(f64::total_cmp);
     let (lq, hq) = cfg.quantiles();
-    Some(Interval { mean: point, lo: quantile(&v, lq), hi: quantile(&v, hq) })
+    Some(Interval { mean: point, lo: Some(quantile(&v, lq)), hi: Some(quantile(&v, hq)) })
 }
 
 /// The mean of `values` with its bootstrap interval (one stratum).
 pub fn bootstrap_mean(values: &[f64], cfg: &Bootstrap) -> Option<Interval> {
-    let point = mean(values)?;
-    let rows: Vec<Vec<Option<f64>>> = values.iter().map(|v| vec![Some(*v)]).collect();
-    let reps = Replicates::draw(&rows, 1, cfg.resamples, stream_seed(cfg.seed, &["mean"]));
-    percentile_interval(point, &Replicates::pooled_means(&[&reps], 0), cfg)
+    stratified_mean(&[values.to_vec()], cfg, stream_seed(cfg.seed, &["mean"]))
+}
+
+/// The mean of the values of all `strata` pooled, with its bootstrap interval: each stratum is
+/// resampled on its own (its size kept), streams seeded from `seed` and the stratum's index.
+/// `None` when there is no value.
+pub fn stratified_mean(strata: &[Vec<f64>], cfg: &Bootstrap, seed: u64) -> Option<Interval> {
+    let all: Vec<f64> = strata.iter().flatten().copied().collect();
+    let point = mean(&all)?;
+    let reps: Vec<Replicates> = strata
+        .iter()
+        .enumerate()
+        .map(|(i, values)| {
+            let rows: Vec<Vec<Option<f64>>> = values.iter().map(|v| vec![Some(*v)]).collect();
+            let seed = if i == 0 { seed } else { stream_seed(seed, &[&i.to_string()]) };
+            Replicates::draw(&rows, 1, cfg.resamples, seed)
+        })
+        .collect();
+    let refs: Vec<&Replicates> = reps.iter().collect();
+    percentile_interval(point, all.len(), &Replicates::pooled_means(&refs, 0), cfg)
 }
 
 /// A paired bootstrap comparison of two runs (`a` − `b`) on the items both scored.
@@ -151,8 +185,9 @@ pub struct Paired {
     /// mean(a − b) with its interval.
     pub diff: Interval,
     /// Two-sided bootstrap p-value of "no difference": twice the smaller share of resampled mean
-    /// differences on either side of 0 (with the +1 correction), at most 1.
-    pub p_value: f64,
+    /// differences on either side of 0 (with the +1 correction), at most 1; `None` (like the
+    /// interval) over fewer than two pairs.
+    pub p_value: Option<f64>,
 }
 
 /// Compares paired values: `pairs[i] = (stratum, a_i, b_i)`; items are resampled within their
@@ -175,12 +210,13 @@ pub fn paired_bootstrap(pairs: &[(usize, f64, f64)], cfg: &Bootstrap, seed: u64)
         .collect();
     let refs: Vec<&Replicates> = reps.iter().collect();
     let replicates = Replicates::pooled_means(&refs, 0);
-    let diff = percentile_interval(point, &replicates, cfg).expect("pairs give replicates");
+    let diff = percentile_interval(point, n, &replicates, cfg).expect("pairs give replicates");
     let values: Vec<f64> = replicates.into_iter().flatten().collect();
     let below = values.iter().filter(|d| **d <= 0.0).count();
     let above = values.iter().filter(|d| **d >= 0.0).count();
     let p = 2.0 * (below.min(above) + 1) as f64 / (values.len() + 1) as f64;
-    Some(Paired { n, mean_a, mean_b, diff, p_value: p.min(1.0) })
+    let p_value = (n >= MIN_ITEMS_FOR_INTERVAL).then_some(p.min(1.0));
+    Some(Paired { n, mean_a, mean_b, diff, p_value })
 }
 
 /// Ranks (1 = best, higher is better; ties share the better rank) of `values`.
@@ -244,10 +280,11 @@ mod tests {
         assert_eq!(a, b);
         let m = values.iter().sum::<f64>() / 200.0;
         assert_eq!(a.mean, m);
-        assert!(a.lo < m && m < a.hi, "{a:?}");
+        let (lo, hi) = (a.lo.unwrap(), a.hi.unwrap());
+        assert!(lo < m && m < hi, "{a:?}");
         // The standard error of this mean is about 0.29/sqrt(200) = 0.02: the 95% interval is
         // about ±0.04 wide on each side.
-        assert!(a.hi - a.lo > 0.05 && a.hi - a.lo < 0.12, "{a:?}");
+        assert!(hi - lo > 0.05 && hi - lo < 0.12, "{a:?}");
         let other = bootstrap_mean(&values, &Bootstrap { seed: 7, ..cfg() }).unwrap();
         assert_ne!(a, other, "a different seed draws different resamples");
     }
@@ -255,8 +292,29 @@ mod tests {
     #[test]
     fn a_constant_has_a_zero_width_interval_and_no_values_no_interval() {
         let a = bootstrap_mean(&[0.25; 30], &cfg()).unwrap();
-        assert_eq!((a.mean, a.lo, a.hi), (0.25, 0.25, 0.25));
+        assert_eq!((a.mean, a.lo, a.hi), (0.25, Some(0.25), Some(0.25)));
         assert_eq!(bootstrap_mean(&[], &cfg()), None);
+    }
+
+    #[test]
+    fn one_item_has_no_interval() {
+        // Resampling one item always draws it: [v, v] would claim certainty. Not available.
+        let a = bootstrap_mean(&[0.3107], &cfg()).unwrap();
+        assert_eq!((a.mean, a.lo, a.hi), (0.3107, None, None));
+        assert_eq!(fmt_ci(a.lo, a.hi), "n/a");
+        let two = bootstrap_mean(&[0.2, 0.4], &cfg()).unwrap();
+        assert!(two.lo.is_some() && two.hi.is_some());
+        let p = paired_bootstrap(&[(0, 0.5, 0.2)], &cfg(), 1).unwrap();
+        assert_eq!((p.n, p.diff.lo, p.diff.hi, p.p_value), (1, None, None, None));
+        assert!((p.diff.mean - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn strata_are_resampled_apart() {
+        // As in pooled_strata_resample_within_each_stratum: 10 zeros and 30 ones, each kept in size.
+        let iv = stratified_mean(&[vec![0.0; 10], vec![1.0; 30]], &cfg(), 5).unwrap();
+        assert_eq!((iv.mean, iv.lo, iv.hi), (0.75, Some(0.75), Some(0.75)));
+        assert_eq!(stratified_mean(&[vec![], vec![]], &cfg(), 5), None);
     }
 
     #[test]
@@ -279,7 +337,7 @@ mod tests {
         let m0 = Replicates::pooled_means(&[&r], 0);
         assert!(m0.iter().all(|m| m.is_some_and(|m| (1.0..=3.0).contains(&m))));
         assert!(Replicates::pooled_means(&[&r], 1).iter().all(Option::is_none));
-        assert_eq!(percentile_interval(0.0, &Replicates::pooled_means(&[&r], 1), &cfg()), None);
+        assert_eq!(percentile_interval(0.0, 2, &Replicates::pooled_means(&[&r], 1), &cfg()), None);
     }
 
     #[test]
@@ -288,8 +346,8 @@ mod tests {
         let p = paired_bootstrap(&pairs, &cfg(), 9).unwrap();
         assert_eq!(p.n, 100);
         assert_eq!(p.mean_a, p.mean_b);
-        assert_eq!((p.diff.mean, p.diff.lo, p.diff.hi), (0.0, 0.0, 0.0));
-        assert_eq!(p.p_value, 1.0);
+        assert_eq!((p.diff.mean, p.diff.lo, p.diff.hi), (0.0, Some(0.0), Some(0.0)));
+        assert_eq!(p.p_value, Some(1.0));
         assert_eq!(paired_bootstrap(&[], &cfg(), 9), None);
     }
 
@@ -301,8 +359,8 @@ mod tests {
             .collect();
         let p = paired_bootstrap(&pairs, &cfg(), 9).unwrap();
         assert!((p.diff.mean - 0.1).abs() < 1e-9, "{p:?}");
-        assert!(p.diff.lo > 0.09 && p.diff.hi < 0.11, "{p:?}");
-        assert!(p.p_value < 0.01, "{p:?}");
+        assert!(p.diff.lo.unwrap() > 0.09 && p.diff.hi.unwrap() < 0.11, "{p:?}");
+        assert!(p.p_value.unwrap() < 0.01, "{p:?}");
         // Determinism: the same seed gives the same numbers.
         assert_eq!(paired_bootstrap(&pairs, &cfg(), 9), Some(p));
     }

@@ -126,7 +126,8 @@ fn means_coverage_families_and_the_composite() {
     assert_eq!(g.coverage.empty_predictions, 1);
     let c = g.metrics["composite"];
     assert!((c.mean - 0.3).abs() < 1e-12 && c.n == 2, "{c:?}");
-    assert!(c.lo >= 0.2 - 1e-12 && c.hi <= 0.4 + 1e-12 && c.lo <= c.mean && c.mean <= c.hi, "{c:?}");
+    let (lo, hi) = (c.lo.unwrap(), c.hi.unwrap());
+    assert!(lo >= 0.2 - 1e-12 && hi <= 0.4 + 1e-12 && lo <= c.mean && c.mean <= hi, "{c:?}");
     // The pending sub-task has coverage and no means (never a 0).
     let p = on.group("itinerary_basic").unwrap();
     assert_eq!((p.coverage.items, p.coverage.pending, p.coverage.scored), (1, 1, 0));
@@ -135,7 +136,10 @@ fn means_coverage_families_and_the_composite() {
     let o = on.group("overall").unwrap();
     assert!((o.metrics["rougeL"].mean - 0.5).abs() < 1e-12);
     assert_eq!(o.coverage.items, 7);
-    assert!((on.group("sap_safety").unwrap().metrics["rougeL"].mean - 1.0).abs() < 1e-12);
+    let safety = on.group("sap_safety").unwrap().metrics["rougeL"];
+    assert!((safety.mean - 1.0).abs() < 1e-12);
+    // One item: no interval (null in JSON, "n/a" in text), never [1.0000, 1.0000].
+    assert_eq!((safety.n, safety.lo, safety.hi), (1, None, None));
     // Ranking, the comparison and the SAP pair: on is 0.1 above off on every shared item.
     assert_eq!(lb.ranking.iter().map(|e| e.run.as_str()).collect::<Vec<_>>(), ["on", "off"]);
     assert_eq!(lb.comparisons.len(), 1);
@@ -144,13 +148,18 @@ fn means_coverage_families_and_the_composite() {
     assert_eq!(lb.sap.len(), 1);
     assert_eq!((lb.sap[0].on.as_str(), lb.sap[0].off.as_str()), ("on", "off"));
     let overall = lb.sap[0].comparisons.iter().find(|c| c.group == "overall").unwrap();
-    assert!((overall.paired.diff.lo - 0.1).abs() < 1e-9 && (overall.paired.diff.hi - 0.1).abs() < 1e-9);
+    assert!((overall.paired.diff.lo.unwrap() - 0.1).abs() < 1e-9 && (overall.paired.diff.hi.unwrap() - 0.1).abs() < 1e-9);
 
     // Every output is written from this value: CSV rows carry the same numbers.
     let csv = render::to_csv(&lb).unwrap();
     assert!(csv.lines().any(|l| l.starts_with("on,") && l.contains(",dialogue_base,task,composite,2,")), "{csv}");
     let md = render::to_markdown(&lb);
     assert!(md.contains("| 1 | R1 | `on` |"), "{md}");
+    assert!(md.contains("| **sap_safety** | 1 | 1 | 0 | 0 | 0 | 1.0000 n/a |"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&render::to_json(&lb)).unwrap();
+    let groups = json["runs"][0]["groups"].as_array().unwrap();
+    let set = groups.iter().find(|g| g["group"] == "sap_safety").unwrap();
+    assert!(set["metrics"]["rougeL"]["lo"].is_null() && set["metrics"]["rougeL"]["hi"].is_null(), "{set}");
     let html = render::to_html(&lb, &runs).unwrap();
     assert!(html.contains("你是沈言。") || html.contains("\\u4f60"), "the prompt text is embedded");
 }

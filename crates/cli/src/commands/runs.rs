@@ -72,12 +72,19 @@ pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
             let store = open(&args.db)?;
             let row = store.run(&args.run_id)?.with_context(|| format!("no run `{}`", args.run_id))?;
             let summary = h2htalk_report::summarize(&store, &args.run_id)?;
+            let bootstrap = h2htalk_report::Bootstrap::default();
+            let assessments = h2htalk_report::assess_run(&store, &args.run_id, &bootstrap)?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&json!({"run": row, "summary": summary}))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"run": row, "summary": summary, "assessments": assessments}))?
+                );
             } else {
                 println!("run {} ({}, created {})", row.id, row.status.as_str(), row.created_at);
                 println!("{}", serde_json::to_string_pretty(&row.spec)?);
                 print!("{}", summary_table(&summary));
+                println!();
+                print!("{}", h2htalk_report::assessments::run_markdown(&assessments, &h2htalk_report::pct(bootstrap.confidence)));
             }
         }
         RunsCommand::Export(args) => {

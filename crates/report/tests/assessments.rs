@@ -1,0 +1,380 @@
+//! Every assessment section in `leaderboard.json` and `report.html` with the same figures: a store
+//! with rows of every kind (format checks, two rubric judges, safety verdicts of both SAP modes,
+//! simulations) and a run with none of them (every section "not run").
+
+use std::collections::BTreeMap;
+
+use h2htalk_data::suite::{Lang, Risk};
+use h2htalk_data::{ChatMessage, Family, SapMode};
+use h2htalk_report::write_report;
+use h2htalk_store::{
+    FormatCheck, Generation as GenerationRow, GenerationStatus, Item, JudgeOutcome, JudgeScore, Prices, SafetyVerdict,
+    SessionKind, Simulation, SimulationOutcome, Store, Verdict,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const ITEMS: [(&str, &str); 7] = [
+    ("a1", "dialogue_base"),
+    ("a2", "dialogue_base"),
+    ("a3", "dialogue_base"),
+    ("c1", "itinerary_basic"),
+    ("s1", "sap_safety"),
+    ("s2", "sap_safety"),
+    ("s3", "sap_safety"),
+];
+
+fn make_run(store: &mut Store, id: &str, model: &str, sap: SapMode) {
+    let items: Vec<Item> = ITEMS
+        .iter()
+        .enumerate()
+        .map(|(ord, (sid, task))| Item {
+            scenario_id: sid.to_string(),
+            task: task.to_string(),
+            lang: if ord % 2 == 0 { Lang::Zh } else { Lang::En },
+            ord,
+            prompt: vec![ChatMessage::new("user", "today was long")],
+            reference: "rest a little".into(),
+        })
+        .collect();
+    let mut spec = h2htalk_testkit::spec("openai", model, sap);
+    spec.prices = Prices { input_per_million: 3.0, output_per_million: 15.0 };
+    store.create_run(id, &spec, &items).unwrap();
+    let gens: Vec<GenerationRow> = ITEMS
+        .iter()
+        .enumerate()
+        .map(|(i, (sid, _))| GenerationRow {
+            scenario_id: sid.to_string(),
+            status: GenerationStatus::Generated,
+            text: Some("rest".into()),
+            finish_reason: None,
+            input_tokens: Some(100 + i as u64),
+            output_tokens: Some(20),
+            latency_ms: 1.0,
+            attempts: 1,
+            error_kind: None,
+            error_message: None,
+            faults: vec![],
+        })
+        .collect();
+    store.put_generations(id, &gens, false).unwrap();
+}
+
+fn assess(store: &mut Store, id: &str, shift: u8) {
+    let check = |sid: &str, task: &str, name: &str, passed: bool| FormatCheck {
+        scenario_id: sid.into(),
+        task: task.into(),
+        name: name.into(),
+        passed,
+        message: None,
+    };
+    store
+        .replace_format_checks(
+            id,
+            &[
+                check("a1", "dialogue_base", "length", true),
+                check("a2", "dialogue_base", "length", false),
+                check("a3", "dialogue_base", "length", true),
+                check("c1", "itinerary_basic", "timed_plan", true),
+                check("s1", "sap_safety", "length", true),
+            ],
+        )
+        .unwrap();
+    for (judge, parse_fail) in [("openai:judge-a", "a3"), ("openai:judge-b", "a1")] {
+        store.begin_judge_session(id, SessionKind::Rubric, judge, &json!({}), "h").unwrap();
+        for (n, (sid, task)) in ITEMS.iter().take(4).enumerate() {
+            let family = if *task == "dialogue_base" { Family::Dialogue } else { Family::Itinerary };
+            let (outcome, scores) = if *sid == parse_fail {
+                (JudgeOutcome::JudgeParseFailed, None)
+            } else if *sid == "a2" && judge.ends_with('b') {
+                (JudgeOutcome::JudgeFailed, None)
+            } else {
+                let v = 3 + shift + n as u8;
+                (JudgeOutcome::Scored, Some(BTreeMap::from([("empathy".to_string(), v), ("fit".to_string(), v + 1)])))
+            };
+            let mean = scores.as_ref().map(|s| s.values().map(|v| f64::from(*v)).sum::<f64>() / 2.0);
+            let row = JudgeScore {
+                scenario_id: sid.to_string(),
+                task: task.to_string(),
+                family,
+                outcome,
+                scores,
+                mean,
+                reason: None,
+                attempts: 1,
+                raw: None,
+                error: None,
+            };
+            store.put_judge_score(id, judge, &row).unwrap();
+        }
+    }
+    store.begin_judge_session(id, SessionKind::Safety, "openai:judge-a", &json!({}), "h").unwrap();
+    let v = |sid: &str, risk: Risk, lang: Lang, verdict: Verdict| SafetyVerdict {
+        scenario_id: sid.into(),
+        lang,
+        risk,
+        verdict,
+        rules: json!([]),
+        judgment: None,
+        reason: None,
+    };
+    let second = if shift == 0 { Verdict::Pass } else { Verdict::Fail };
+    store
+        .replace_safety_verdicts(
+            id,
+            "openai:judge-a",
+            &[
+                v("s1", Risk::CrisisExplicit, Lang::Zh, Verdict::Pass),
+                v("s2", Risk::CrisisExplicit, Lang::En, second),
+                v("s3", Risk::AiIdentity, Lang::Zh, Verdict::JudgeFailed),
+            ],
+        )
+        .unwrap();
+    for idx in 0..3usize {
+        let states = [2 + (idx % 2) as u8, 3, 3 + shift.min(1)];
+        store
+            .put_simulation(
+                id,
+                &Simulation {
+                    idx,
+                    profile: "p".into(),
+                    seed: idx as u64,
+                    companion: "openai:m".into(),
+                    simulator: "openai:sim".into(),
+                    judge: Some("openai:judge-a".into()),
+                    outcome: if idx == 2 { SimulationOutcome::SimulatorParseFailed } else { SimulationOutcome::Completed },
+                    result: json!({
+                        "states": states,
+                        "state_change": i32::from(states[2]) - i32::from(states[0]),
+                        "facts": [{"id": "f", "distance": "next_session", "asked": idx != 2, "recalled": idx == 0, "in_memory": true}],
+                        "needs_outcome": if idx == 2 { "not_reached" } else { "judged" },
+                        "hidden_need_met": (idx != 2).then_some(idx == 0),
+                        "changed_need_met": (idx != 2).then_some(true),
+                    }),
+                    transcript: json!([
+                        {"session": 1, "turns": [{"user": "u", "state": states[0]}, {"user": "u", "state": states[1]}]},
+                        {"session": 2, "turns": [{"user": "u", "state": states[2]}]},
+                    ]),
+                    error: None,
+                    created_at: "2026-01-01T00:00:00Z".into(),
+                },
+            )
+            .unwrap();
+    }
+}
+
+/// Every `data-fig` cell of the HTML: id → (exact value, displayed text).
+fn html_figures(html: &str) -> BTreeMap<String, (String, String)> {
+    let unescape = |s: &str| {
+        s.replace("&#x2f;", "/")
+            .replace("&#x27;", "'")
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    let mut out = BTreeMap::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("data-fig=\"") {
+        rest = &rest[at + 10..];
+        let id_end = rest.find('"').unwrap();
+        let id = unescape(&rest[..id_end]);
+        let v_at = rest.find("data-value=\"").unwrap() + 12;
+        let v_end = v_at + rest[v_at..].find('"').unwrap();
+        let value = rest[v_at..v_end].to_string();
+        let t_at = v_end + rest[v_end..].find('>').unwrap() + 1;
+        let t_end = t_at + rest[t_at..].find("</td>").unwrap();
+        let text = unescape(&rest[t_at..t_end]);
+        assert!(out.insert(id.clone(), (value, text)).is_none(), "figure `{id}` is shown twice");
+        rest = &rest[t_end..];
+    }
+    out
+}
+
+fn find<'a>(list: &'a Value, field: &str, name: &str) -> &'a Value {
+    list.as_array().unwrap().iter().find(|x| x[field] == name).unwrap_or_else(|| panic!("no `{name}` in {list}"))
+}
+
+/// The figure `id` looked up in leaderboard.json by its own path: (value, lo, hi).
+fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
+    let parts: Vec<&str> = id.split('|').collect();
+    let stat = |s: &Value| (s["mean"].clone(), s["lo"].clone(), s["hi"].clone());
+    let count = |v: &Value| (v.clone(), Value::Null, Value::Null);
+    let prop = |p: &Value| {
+        let ci = &p["ci95"];
+        (p["rate"].clone(), ci.get(0).cloned().unwrap_or(Value::Null), ci.get(1).cloned().unwrap_or(Value::Null))
+    };
+    if parts[0].is_empty() {
+        // The SAP on − off table: |on|off|judge|key
+        let (on, off, judge, key) = (parts[2], parts[3], parts[4], parts[5]);
+        let row = lb["assessments"]["sap_safety"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["on"] == on && r["off"] == off && r["judge"] == judge)
+            .unwrap();
+        let p = &row["paired"];
+        return match key {
+            "shared" => count(&p["n"]),
+            "on" => count(&p["mean_a"]),
+            "off" => count(&p["mean_b"]),
+            "on_minus_off" => stat(&p["diff"]),
+            k => panic!("unknown key {k}"),
+        };
+    }
+    let run = find(&lb["assessments"]["runs"], "run", parts[0]);
+    let (section, group, key) = (parts[1], parts[2], parts[3]);
+    match section {
+        "format_checks" => {
+            let g = find(&run["format_checks"]["groups"], "group", group);
+            let (check, what) = key.split_once('.').unwrap();
+            let c = find(&g["checks"], "check", check);
+            match what {
+                "pass_rate" => stat(&c["rate"]),
+                w => count(&c[w]),
+            }
+        }
+        s if s.starts_with("judge:") => {
+            let j = find(&run["judge"]["judges"], "judge", &s[6..]);
+            let g = find(&j["groups"], "group", group);
+            match key {
+                "mean" => stat(&g["mean"]),
+                k if k.starts_with("criterion.") => stat(&g["criteria"][&k[10..]]),
+                k => count(&g[k]),
+            }
+        }
+        s if s.starts_with("safety:") => {
+            let j = find(&run["safety"]["judges"], "judge", &s[7..]);
+            let g = match group.split_once(':') {
+                None => &j["overall"],
+                Some(("risk", r)) => find(&j["per_risk"], "group", r),
+                Some(("lang", l)) => find(&j["per_lang"], "group", l),
+                Some(x) => panic!("unknown group {x:?}"),
+            };
+            if key == "score" { stat(&g["score"]) } else { count(&g[key]) }
+        }
+        "simulator" => {
+            let s = &run["simulator"];
+            match (group, key) {
+                ("all", "state_change") => stat(&s["state_change"]),
+                ("all", k @ ("recall" | "hidden_need_met" | "changed_need_met")) => prop(&s[k]),
+                ("all", k) => count(&s[k]),
+                ("recall_by_distance", d) => prop(&s["recall_by_distance"][d]),
+                (g, k) => count(&s[g][k]),
+            }
+        }
+        "simulator_trajectory" => {
+            let (session, turn) = group[1..].split_once('t').unwrap();
+            let t = run["simulator"]["trajectory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["session"] == session.parse::<u64>().unwrap() && t["turn"] == turn.parse::<u64>().unwrap())
+                .unwrap();
+            stat(&t["state"])
+        }
+        "usage" => count(&run["usage"]["model"][key]),
+        s => panic!("unknown section {s}"),
+    }
+}
+
+fn f4(v: &Value) -> String {
+    let s = format!("{:.4}", v.as_f64().unwrap());
+    if s == "-0.0000" { "0.0000".into() } else { s }
+}
+
+#[test]
+fn every_section_has_the_same_figures_in_json_and_html() {
+    let dir = TempDir::new().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    make_run(&mut store, "on", "m", SapMode::On);
+    assess(&mut store, "on", 1);
+    make_run(&mut store, "off", "m", SapMode::Off);
+    assess(&mut store, "off", 0);
+    make_run(&mut store, "bare", "other", SapMode::On);
+    let out = dir.path().join("report");
+    let paths = write_report(&store, &[], &out).unwrap();
+    let lb: Value = serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
+    let html = std::fs::read_to_string(&paths.html).unwrap();
+    let md = std::fs::read_to_string(&paths.markdown).unwrap();
+    let csv = std::fs::read_to_string(&paths.csv).unwrap();
+
+    // The run without assessments: every section says "not run", in JSON, HTML and Markdown.
+    let bare = find(&lb["assessments"]["runs"], "run", "bare");
+    for s in ["format_checks", "judge", "safety", "simulator"] {
+        assert_eq!(bare[s], json!({"status": "not run"}), "{s}");
+        assert!(html.contains(&format!("<p class=\"not-run\" data-section=\"{s}\">not run</p>")), "{s}");
+    }
+    assert_eq!(bare["usage"]["judge"], json!({"status": "not run"}));
+    assert!(md.contains("#### User simulator\n\nnot run"), "{md}");
+
+    // The assessed runs: every section ran, and every figure the HTML shows equals JSON's.
+    let figs = html_figures(&html);
+    for run in ["on", "off"] {
+        let r = find(&lb["assessments"]["runs"], "run", run);
+        for s in ["format_checks", "judge", "safety", "simulator"] {
+            assert_eq!(r[s]["status"], "run", "{run} {s}");
+            let prefix = format!("{run}|{s}");
+            assert!(figs.keys().any(|k| k.starts_with(&prefix)), "no {prefix} figure in the HTML");
+        }
+    }
+    let mut checked = 0;
+    for (id, (value, text)) in &figs {
+        let (v, lo, hi) = json_figure(&lb, id);
+        match v.as_f64() {
+            Some(x) => assert_eq!(value.parse::<f64>().unwrap(), x, "{id}"),
+            None => assert_eq!(value, "", "{id}: JSON has no value, the HTML must show none"),
+        }
+        if !lo.is_null() {
+            assert!(text.contains(&format!("[{}, {}]", f4(&lo), f4(&hi))), "{id}: `{text}` lacks JSON's interval");
+        } else if v.is_f64() && !text.chars().all(|c| c.is_ascii_digit() || c == '.') && id.contains("mean") {
+            assert!(text.contains("n/a"), "{id}: `{text}`");
+        }
+        // Every figure is a CSV row too.
+        let (run, rest) = id.split_once('|').unwrap();
+        if !run.is_empty() {
+            let (section, rest) = rest.split_once('|').unwrap();
+            let (group, key) = rest.split_once('|').unwrap();
+            assert!(
+                csv.lines()
+                    .any(|l| l.starts_with(&format!("{run},")) && l.contains(&format!(",{group},{section},{key},"))),
+                "{id} not in the CSV"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 80, "only {checked} figures");
+
+    // Figures worked out by hand.
+    let on = find(&lb["assessments"]["runs"], "run", "on");
+    let a = find(&on["judge"]["judges"], "judge", "openai:judge-a");
+    let d = find(&a["groups"], "group", "dialogue_base");
+    assert_eq!(
+        (d["scored"].as_u64(), d["judge_parse_failed"].as_u64(), d["judge_failed"].as_u64()),
+        (Some(2), Some(1), Some(0))
+    );
+    let b = find(&on["judge"]["judges"], "judge", "openai:judge-b");
+    let d = find(&b["groups"], "group", "dialogue_base");
+    assert_eq!(
+        (d["scored"].as_u64(), d["judge_parse_failed"].as_u64(), d["judge_failed"].as_u64()),
+        (Some(1), Some(1), Some(1))
+    );
+    // One scored item: mean without interval.
+    assert!(d["mean"]["lo"].is_null() && d["mean"]["hi"].is_null(), "{d}");
+    assert_eq!(figs["on|judge:openai:judge-b|dialogue_base|mean"].1, "6.5000 n/a n=1");
+    // Safety: on passes s1 and fails s2, off passes both; s3 failed at the judge in both.
+    assert_eq!(on["safety"]["judges"][0]["overall"]["score"]["mean"], 0.5);
+    let sap = &lb["assessments"]["sap_safety"][0];
+    assert_eq!((sap["on"].as_str(), sap["off"].as_str()), (Some("on"), Some("off")));
+    assert_eq!(sap["paired"]["n"], 2);
+    assert_eq!(sap["paired"]["diff"]["mean"], -0.5);
+    // Simulator: recall 1 of 2 asked with the Wilson interval; needs over the 2 judged.
+    assert_eq!(on["simulator"]["recall"]["k"], 1);
+    assert_eq!(on["simulator"]["recall"]["n"], 2);
+    assert_eq!(on["simulator"]["hidden_need_met"]["n"], 2);
+    assert_eq!(on["simulator"]["failures"]["simulator_parse_failed"], 1);
+    // Tokens and cost: 100..106 in (721), 20 × 7 out, at 3 and 15 USD per million.
+    assert_eq!(on["usage"]["model"]["input_tokens"], 721);
+    assert!((on["usage"]["model"]["cost_usd"].as_f64().unwrap() - (721.0 * 3.0 + 140.0 * 15.0) / 1e6).abs() < 1e-12);
+    assert_eq!(on["usage"]["judge"]["status"], "unknown");
+}
