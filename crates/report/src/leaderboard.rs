@@ -160,6 +160,10 @@ pub struct Leaderboard {
     /// Each ranked run against the next one.
     pub comparisons: Vec<Comparison>,
     pub sap: Vec<SapPair>,
+    /// The breakdown by scenario tags ([`crate::tags`]); filled by the report writer, which reads
+    /// the tags and assessments (`None` from [`build`] alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<crate::tags::TagReport>,
 }
 
 pub const SCHEMA: &str = "h2htalk-leaderboard/1";
@@ -472,5 +476,6 @@ pub fn build(
         unranked,
         comparisons,
         sap,
+        tags: None,
     })
 }
