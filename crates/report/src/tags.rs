@@ -693,10 +693,15 @@ mod tests {
         assert!(!g("emotion:loneliness").measures.contains_key("rubric:j"));
         assert_eq!(g("changing_need").items, 1);
 
-        // implicit − explicit: 0.4 − 0.5 for rougeL; explicit has one item: no interval.
+        // implicit − explicit: 0.4 − 0.7 for rougeL, with an interval around it.
         let d = diffs.iter().find(|d| d.a == "implicit_need" && d.measure == "rougeL").unwrap();
-        assert!((d.diff.unwrap() + 0.1).abs() < 1e-12);
-        assert_eq!((d.n_a, d.n_b, d.lo, d.hi, d.excludes_zero), (3, 1, None, None, false));
+        assert!((d.diff.unwrap() + 0.3).abs() < 1e-12);
+        assert_eq!((d.n_a, d.n_b), (3, 2));
+        assert!(d.lo.unwrap() <= -0.3 + 1e-12 && d.hi.unwrap() >= -0.3 - 1e-12, "{d:?}");
+        // changing − stable: 0.9 − 0.425; one changing item: no interval.
+        let d = diffs.iter().find(|d| d.a == "changing_need" && d.measure == "rougeL").unwrap();
+        assert!((d.diff.unwrap() - 0.475).abs() < 1e-12);
+        assert_eq!((d.n_a, d.n_b, d.lo, d.hi, d.excludes_zero), (1, 4, None, None, false));
         // No multi-session item: no multi-session contrast at all.
         assert!(diffs.iter().all(|d| d.a != "multi_session"));
         // Deterministic with the seed.
