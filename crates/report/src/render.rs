@@ -326,7 +326,8 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
     env.add_template("report.html", TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
     // Findings by tag and the side-by-side viewer (crate::tags), included by report.html.
     env.add_template("tags.html", TAGS_TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
-    env.add_template("side_by_side.html", SIDE_TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
+    env.add_template("side_by_side.html", SIDE_TEMPLATE)
+        .map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
     let tmpl = env.get_template("report.html").map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
     let metric = lb.rank_metric.clone().unwrap_or_default();
     let keys = run_keys(lb);

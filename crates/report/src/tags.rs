@@ -289,10 +289,17 @@ pub fn breakdown(
     for it in items {
         for (g, kind) in groups_of(it.tags) {
             *counts.entry(g.clone()).or_default() += 1;
-            members.entry(g).or_insert((kind, BTreeMap::new())).1.entry(it.stratum).or_default().push(it.values.clone());
+            members
+                .entry(g)
+                .or_insert((kind, BTreeMap::new()))
+                .1
+                .entry(it.stratum)
+                .or_default()
+                .push(it.values.clone());
         }
     }
-    let mut order: Vec<String> = FIXED_GROUPS.iter().map(|g| g.to_string()).filter(|g| members.contains_key(g)).collect();
+    let mut order: Vec<String> =
+        FIXED_GROUPS.iter().map(|g| g.to_string()).filter(|g| members.contains_key(g)).collect();
     order.extend(members.keys().filter(|g| g.starts_with("emotion:")).cloned());
     let mut groups = Vec::new();
     // group → measure → (n, mean, replicates)
@@ -302,7 +309,12 @@ pub fn breakdown(
         let reps: Vec<Replicates> = strata
             .iter()
             .map(|(s, rows)| {
-                Replicates::draw(rows, measures.len(), cfg.resamples, stream_seed(cfg.seed, &["tags", seed_label, &name, s]))
+                Replicates::draw(
+                    rows,
+                    measures.len(),
+                    cfg.resamples,
+                    stream_seed(cfg.seed, &["tags", seed_label, &name, s]),
+                )
             })
             .collect();
         let refs: Vec<&Replicates> = reps.iter().collect();
@@ -333,13 +345,11 @@ pub fn breakdown(
                 continue;
             }
             let diff = pa.zip(*pb).map(|(x, y)| x - y);
-            let iv = diff
-                .filter(|_| *n_a >= 2 && *n_b >= 2)
-                .and_then(|d| {
-                    let r: Vec<Option<f64>> =
-                        reps_a.iter().zip(reps_b).map(|(x, y)| x.zip(*y).map(|(x, y)| x - y)).collect();
-                    percentile_interval(d, &r, cfg)
-                });
+            let iv = diff.filter(|_| *n_a >= 2 && *n_b >= 2).and_then(|d| {
+                let r: Vec<Option<f64>> =
+                    reps_a.iter().zip(reps_b).map(|(x, y)| x.zip(*y).map(|(x, y)| x - y)).collect();
+                percentile_interval(d, &r, cfg)
+            });
             diffs.push(TagDifference {
                 contrast,
                 a,
@@ -577,24 +587,23 @@ pub fn html_view(lb: &Leaderboard) -> Value {
     let mut diff_rows = Vec::new();
     for r in &runs {
         if !r.available {
-            diff_rows.push(json!({"key": key_of(&r.run), "run": r.run, "label": r.label, "unavailable": r.unavailable}));
+            diff_rows
+                .push(json!({"key": key_of(&r.run), "run": r.run, "label": r.label, "unavailable": r.unavailable}));
             continue;
         }
         for (contrast, a, b) in CONTRASTS {
             let cells: Vec<Value> = diff_measures
                 .iter()
-                .map(|m| {
-                    match r.differences.iter().find(|d| d.contrast == contrast && &d.measure == *m) {
-                        Some(d) => json!({
-                            "measure": m,
-                            "text": opt4(d.diff),
-                            "ci": interval_text(d.lo, d.hi),
-                            "diff": opt_exact(d.diff), "lo": opt_exact(d.lo), "hi": opt_exact(d.hi),
-                            "n": format!("{} / {}", d.n_a, d.n_b),
-                            "sig": d.excludes_zero,
-                        }),
-                        None => json!({"measure": m, "none": true}),
-                    }
+                .map(|m| match r.differences.iter().find(|d| d.contrast == contrast && &d.measure == *m) {
+                    Some(d) => json!({
+                        "measure": m,
+                        "text": opt4(d.diff),
+                        "ci": interval_text(d.lo, d.hi),
+                        "diff": opt_exact(d.diff), "lo": opt_exact(d.lo), "hi": opt_exact(d.hi),
+                        "n": format!("{} / {}", d.n_a, d.n_b),
+                        "sig": d.excludes_zero,
+                    }),
+                    None => json!({"measure": m, "none": true}),
                 })
                 .collect();
             if r.differences.iter().any(|d| d.contrast == contrast) {
@@ -715,8 +724,16 @@ mod tests {
         let mut items = Vec::new();
         for i in 0..60 {
             let v = (i % 10) as f64 / 100.0;
-            items.push(TagItem { stratum: if i % 2 == 0 { "a" } else { "b" }, tags: &imp, values: vec![Some(0.3 + v), Some(v)] });
-            items.push(TagItem { stratum: if i % 2 == 0 { "a" } else { "b" }, tags: &exp, values: vec![Some(0.6 + v), Some(0.09 - v)] });
+            items.push(TagItem {
+                stratum: if i % 2 == 0 { "a" } else { "b" },
+                tags: &imp,
+                values: vec![Some(0.3 + v), Some(v)],
+            });
+            items.push(TagItem {
+                stratum: if i % 2 == 0 { "a" } else { "b" },
+                tags: &exp,
+                values: vec![Some(0.6 + v), Some(0.09 - v)],
+            });
         }
         let measures = vec!["composite".to_string(), "noise".to_string()];
         let (_, diffs) = breakdown(&items, &measures, &cfg(), "r");

@@ -80,7 +80,9 @@
     var d = el('div');
     d.lang = lang;
     d.appendChild(el('h4', null, title));
-    if (it[F.answer] !== null) {
+    if (it[F.answer] !== null && S[it[F.answer]] === '') {
+      d.appendChild(el('span', 'muted', 'empty answer'));
+    } else if (it[F.answer] !== null) {
       d.appendChild(document.createTextNode(S[it[F.answer]]));
     } else if (it[F.error] !== null) {
       d.appendChild(el('span', 'failed', 'failed: ' + S[it[F.error]]));

@@ -239,7 +239,10 @@ fn tag_tables_are_equal_in_json_and_html_and_a_changed_suite_makes_tags_unavaila
     let safety = picked.iter().find(|s| Suite::is_safety(s)).unwrap();
     let g = group(if safety.tags.multi_session { "multi_session" } else { "single_session" });
     let s = &g["measures"]["safety:rules"];
-    assert_eq!((s["n"].as_u64(), s["mean"].as_f64(), &s["lo"], &s["hi"]), (Some(1), Some(1.0), &Value::Null, &Value::Null));
+    assert_eq!(
+        (s["n"].as_u64(), s["mean"].as_f64(), &s["lo"], &s["hi"]),
+        (Some(1), Some(1.0), &Value::Null, &Value::Null)
+    );
     // Parse failures are no vote: the judge's n is below the item count.
     let subtask_items = picked.len() - 1;
     let j: u64 = ["implicit_need", "explicit_need"]
@@ -268,7 +271,8 @@ fn tag_tables_are_equal_in_json_and_html_and_a_changed_suite_makes_tags_unavaila
             }
         }
     }
-    let json_cells: usize = tagged["groups"].as_array().unwrap().iter().map(|g| g["measures"].as_object().unwrap().len()).sum();
+    let json_cells: usize =
+        tagged["groups"].as_array().unwrap().iter().map(|g| g["measures"].as_object().unwrap().len()).sum();
     assert_eq!(group_cells, json_cells);
     let text = html.replace("&#x2f;", "/").replace("&#x27;", "'");
     assert!(text.contains("[n/a] n=1"), "an interval over one item reads n/a");
