@@ -333,6 +333,73 @@ def main():
         (shots / "viewer.png").write_bytes(base64.b64decode(shot["data"]))
         screenshot_ok(shots / "viewer.png", "transcript viewer")
 
+        # Findings by tag (crates/report/src/tags.rs): the tables carry the JSON's figures.
+        tags = lb.get("tags")
+        if check("leaderboard.json has the tag breakdown", tags is not None):
+            cells = cdp.eval("[...document.querySelectorAll('#tags table.tag-groups td[data-mean]')].map(c => [c.closest('details').dataset.run,"
+                             " c.closest('tr').dataset.group, c.dataset.measure, Number(c.dataset.mean), c.dataset.lo, c.dataset.hi])")
+            want = {(r["run"], g["group"], m): s for r in tags["runs"] for g in r["groups"] for m, s in g["measures"].items()}
+
+            def same(text, value):
+                return (text == "" and value is None) or (value is not None and text != "" and float(text) == value)
+            check("tag group cells equal the leaderboard", len(cells) == len(want) and len(cells) > 0
+                  and all(want[(r, g, m)]["mean"] == v and same(lo, want[(r, g, m)]["lo"]) and same(hi, want[(r, g, m)]["hi"])
+                          for r, g, m, v, lo, hi in cells), f"{len(cells)} cells, {len(want)} values")
+            diffs = cdp.eval("[...document.querySelectorAll('#tags table.tag-diffs td[data-diff]')].map(c => [c.closest('tr').dataset.run,"
+                             " c.closest('tr').dataset.contrast, c.dataset.measure, c.dataset.diff, c.dataset.lo, c.dataset.hi, c.classList.contains('sig')])")
+            want = {(r["run"], d["contrast"], d["measure"]): d for r in tags["runs"] for d in r["differences"]}
+            check("tag difference cells equal the leaderboard", len(diffs) == len(want) and len(diffs) > 0
+                  and all(same(d, want[(r, c, m)]["diff"]) and same(lo, want[(r, c, m)]["lo"]) and same(hi, want[(r, c, m)]["hi"])
+                          and sig == want[(r, c, m)]["excludes_zero"] for r, c, m, d, lo, hi, sig in diffs),
+                  f"{len(diffs)} cells, {len(want)} differences")
+            cdp.eval("document.getElementById('tags').scrollIntoView()")
+            cdp.pump(0.2)
+            shot = cdp.call("Page.captureScreenshot", {"format": "png"})
+            (shots / "tags.png").write_bytes(base64.b64decode(shot["data"]))
+            screenshot_ok(shots / "tags.png", "findings by tag")
+
+        # Side by side: pick two runs and a metric, sort by the largest |B - A|.
+        if check("side-by-side view starts", cdp.eval("document.body.dataset.sideReady") == "1") and len(tr["runs"]) >= 2:
+            a, b = 0, 1
+            sm = "rougeL" if "rougeL" in tr["metrics"] else tr["metrics"][0]
+            k = tr["metrics"].index(sm)
+            select("s-a", str(a))
+            select("s-b", str(b))
+            select("s-metric", sm)
+            select("s-order", "abs")
+            key = lambda it: (it[F["task"]], it[F["scenario_id"]])
+            in_b = {key(it): it for it in items if it[F["run"]] == b}
+            expect = []
+            for i, it in enumerate(items):
+                if it[F["run"]] != a or key(it) not in in_b:
+                    continue
+                va, vb = it[F["scores"]][k], in_b[key(it)][F["scores"]][k]
+                expect.append((i, it[F["scenario_id"]], None if va is None or vb is None else vb - va))
+            expect.sort(key=lambda e: (e[2] is None, -abs(e[2]) if e[2] is not None else 0, e[0]))
+            got = cdp.eval("[...document.querySelectorAll('#s-list article.pair')].map(p => [p.dataset.scenario,"
+                           " p.dataset.diff === undefined ? null : Number(p.dataset.diff)])")
+            check("side by side pairs every scenario of both runs", cdp.eval("document.body.dataset.sidePairs") == str(len(expect)),
+                  f"{cdp.eval('document.body.dataset.sidePairs')} pairs, expected {len(expect)}")
+            absd = [abs(d) for _, d in got if d is not None]
+            check(f"side by side sorted by the largest |B - A| of {sm}", len(got) > 0 and absd == sorted(absd, reverse=True)
+                  and [g[0] for g in got] == [e[1] for e in expect[:len(got)]]
+                  and all(abs(g[1] - e[2]) < 1e-12 for g, e in zip(got, expect) if e[2] is not None),
+                  f"shown {got[:3]}, expected {[(e[1], e[2]) for e in expect[:3]]}")
+            cell = cdp.eval(f"(() => {{ const r = document.querySelector('#s-list article.pair tr[data-metric={json.dumps(sm)}] td.diff');"
+                            " return r ? [r.dataset.diff, r.textContent] : null; })()")
+            check("side by side shows the difference B - A", cell is not None and expect[0][2] is not None
+                  and abs(float(cell[0]) - expect[0][2]) < 1e-12 and cell[1] == ("+" if expect[0][2] > 0 else "") + f"{expect[0][2]:.4f}",
+                  f"{cell}, expected {expect[0][2]}")
+            select("s-order", "asc")
+            got = cdp.eval("[...document.querySelectorAll('#s-list article.pair')].map(p => p.dataset.diff === undefined ? null : Number(p.dataset.diff))")
+            vals = [d for d in got if d is not None]
+            check("side by side sorted by B - A, lowest first", len(vals) > 0 and vals == sorted(vals))
+            cdp.eval("document.getElementById('side').scrollIntoView()")
+            cdp.pump(0.3)
+            shot = cdp.call("Page.captureScreenshot", {"format": "png"})
+            (shots / "side.png").write_bytes(base64.b64decode(shot["data"]))
+            screenshot_ok(shots / "side.png", "side-by-side view")
+
         cdp.pump(0.5)
         errors = []
         requests = []

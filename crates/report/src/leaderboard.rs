@@ -178,6 +178,10 @@ pub struct Leaderboard {
     /// ([`crate::assessments`]); filled from the store by [`crate::write_report_with`] (empty when
     /// the leaderboard is built from loaded runs alone).
     pub assessments: crate::assessments::Assessments,
+    /// The breakdown by scenario tags ([`crate::tags`]); filled by the report writer, which reads
+    /// the tags and assessments (`None` from [`build`] alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<crate::tags::TagReport>,
 }
 
 pub const SCHEMA: &str = "h2htalk-leaderboard/1";
@@ -497,5 +501,6 @@ pub fn build(
         comparisons,
         sap,
         assessments: Default::default(),
+        tags: None,
     })
 }

@@ -12,6 +12,8 @@
 //! - [`render`]: `leaderboard.json`, `leaderboard.md`, `leaderboard.csv` and one self-contained
 //!   `report.html` (inline SVG charts, inline script and style, the data embedded as JSON, no
 //!   network), all written from the same [`Leaderboard`] value.
+//! - [`tags`]: every metric and assessment by scenario tag, and the implicit − explicit, changing −
+//!   stable and multi-session − single differences per run.
 
 pub mod assessments;
 pub mod charts;
@@ -20,6 +22,7 @@ pub mod load;
 pub mod render;
 pub mod stats;
 pub mod summary;
+pub mod tags;
 
 use std::path::{Path, PathBuf};
 
@@ -100,6 +103,8 @@ pub fn write_report_with(
     }
     let mut lb = build(&runs, &options.bootstrap, options.rank_metric.as_deref())?;
     lb.assessments = assessments::assess(store, &runs, &options.bootstrap)?;
+    let tag_data = tags::load(store, &runs)?;
+    lb.tags = Some(tags::build(&lb, &runs, &tag_data, &options.bootstrap));
     let html = render::to_html(&lb, &runs)?;
     let csv = render::to_csv(&lb)?;
     std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io { path: out_dir.to_path_buf(), source })?;

@@ -175,6 +175,8 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
         let _ = writeln!(o);
     }
     o.push_str(&assessments_markdown(lb));
+    // Findings by tag (crate::tags).
+    o.push_str(&crate::tags::to_markdown(lb));
     o
 }
 
@@ -286,6 +288,10 @@ pub fn to_csv(lb: &Leaderboard) -> Result<String, ReportError> {
         row.extend(std::iter::repeat_n(String::new(), 8));
         w.write_record(&row).map_err(e)?;
     }
+    // Findings by tag (crate::tags): kinds `tag` and `tag_difference`.
+    for row in crate::tags::csv_rows(lb) {
+        w.write_record(&row).map_err(e)?;
+    }
     String::from_utf8(w.into_inner().map_err(|e| ReportError::Render(format!("CSV: {e}")))?)
         .map_err(|e| ReportError::Render(format!("CSV: {e}")))
 }
@@ -357,12 +363,19 @@ pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord]) -> Value {
 const TEMPLATE: &str = include_str!("../templates/report.html");
 const STYLE: &str = include_str!("../templates/report.css");
 const SCRIPT: &str = include_str!("../templates/report.js");
+const TAGS_TEMPLATE: &str = include_str!("../templates/tags.html");
+const SIDE_TEMPLATE: &str = include_str!("../templates/side_by_side.html");
+const SIDE_SCRIPT: &str = include_str!("../templates/side_by_side.js");
 
 /// The self-contained HTML report: charts as inline SVG, the leaderboard and the transcripts as
 /// JSON inside `<script type="application/json">`, no external resource of any kind.
 pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportError> {
     let mut env = Environment::new();
     env.add_template("report.html", TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
+    // Findings by tag and the side-by-side viewer (crate::tags), included by report.html.
+    env.add_template("tags.html", TAGS_TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
+    env.add_template("side_by_side.html", SIDE_TEMPLATE)
+        .map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
     let tmpl = env.get_template("report.html").map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
     let metric = lb.rank_metric.clone().unwrap_or_default();
     let keys = run_keys(lb);
@@ -441,6 +454,8 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         items => items,
         leaderboard_json => lb_json,
         transcripts_json => tr_json,
+        tags => crate::tags::html_view(lb),
+        side_script => SIDE_SCRIPT,
     })
     .map_err(|e| ReportError::Render(format!("template: {e:#}")))
 }
