@@ -119,6 +119,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             },
             redact: false,
             judge: None,
+            panel: vec![],
+            judge_validity: None,
             simulation: None,
         };
         store.create_run(&id, &provenance, &items)?;

@@ -59,6 +59,10 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
             // Everything that can be refused is refused before a run row exists: the assessment's
             // settings and the metric models.
             crate::assess::validate(new.judge.as_ref(), new.simulation.as_ref())?;
+            crate::assess::validate_panel(&new.judge.iter().chain(&new.panel).collect::<Vec<_>>())?;
+            if new.judge.is_none() && (!new.panel.is_empty() || new.judge_validity.is_some()) {
+                return Err(RunError::Usage("--judge-validity and a panel need --judge SPEC".into()));
+            }
             let neural = metric_models(new.metrics, &new.metric_models, new.profile)?;
             (plan_new(&mut store, new)?, neural)
         }
