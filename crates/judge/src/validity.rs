@@ -220,7 +220,7 @@ pub fn scenarios_for(suite: &Suite, limit: Option<usize>) -> Vec<&Scenario> {
 
 /// The reference of the next scenario of the same sub-task and language in the suite (cyclic),
 /// with a different text.
-fn other_reference<'a>(suite: &'a Suite, s: &Scenario) -> Option<&'a str> {
+pub fn other_reference<'a>(suite: &'a Suite, s: &Scenario) -> Option<&'a str> {
     let same: Vec<&Scenario> =
         suite.scenarios.iter().filter(|o| !Suite::is_safety(o) && o.task == s.task && o.lang == s.lang).collect();
     let at = same.iter().position(|o| o.id == s.id)?;
@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn degradations_of_a_text() {
         let zh = "谢谢你告诉我。我一直在这儿听你说。";
-        assert_eq!(degrade(zh, Lang::Zh, Degradation::Truncation).unwrap(), "谢谢你告诉我");
+        assert_eq!(degrade(zh, Lang::Zh, Degradation::Truncation).unwrap(), "谢谢你告诉");
         let memory = degrade(zh, Lang::Zh, Degradation::FabricatedMemory).unwrap();
         assert!(memory.starts_with("谢谢你告诉我。还记得去年冬天") && memory.ends_with("我一直在这儿听你说。"), "{memory}");
         let broken = degrade("I hear you.", Lang::En, Degradation::PersonaBreak).unwrap();
