@@ -107,11 +107,17 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<PanelReport> {
         if matches!(r.outcome, JudgeOutcome::GenerationFailed | JudgeOutcome::EmptyAnswer) {
             continue;
         }
-        by_family.entry(r.family.name().to_string()).or_default().entry(r.scenario_id.clone()).or_default().insert(j, r);
+        by_family
+            .entry(r.family.name().to_string())
+            .or_default()
+            .entry(r.scenario_id.clone())
+            .or_default()
+            .insert(j, r);
     }
     let mut families = BTreeMap::new();
     for (family, items) in by_family {
-        let mut votes: BTreeMap<String, JudgeVotes> = judges.iter().map(|j| (j.clone(), JudgeVotes::default())).collect();
+        let mut votes: BTreeMap<String, JudgeVotes> =
+            judges.iter().map(|j| (j.clone(), JudgeVotes::default())).collect();
         let mut criterion_names: Vec<String> = Vec::new();
         for judged in items.values() {
             for (j, r) in judged {
@@ -153,7 +159,10 @@ pub fn summarize(store: &Store, run_id: &str) -> Result<PanelReport> {
                 .iter()
                 .map(|j| {
                     let m = mean(voted.iter().flat_map(|v| {
-                        v.iter().filter(|(name, _)| *name == j).filter_map(|(_, r)| r.scores.as_ref()?.get(c)).map(|x| f64::from(*x))
+                        v.iter()
+                            .filter(|(name, _)| *name == j)
+                            .filter_map(|(_, r)| r.scores.as_ref()?.get(c))
+                            .map(|x| f64::from(*x))
                     }));
                     (j.clone(), m)
                 })

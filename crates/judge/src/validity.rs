@@ -41,8 +41,12 @@ pub enum Degradation {
 }
 
 impl Degradation {
-    pub const ALL: [Degradation; 4] =
-        [Degradation::OtherReference, Degradation::Truncation, Degradation::PersonaBreak, Degradation::FabricatedMemory];
+    pub const ALL: [Degradation; 4] = [
+        Degradation::OtherReference,
+        Degradation::Truncation,
+        Degradation::PersonaBreak,
+        Degradation::FabricatedMemory,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -76,7 +80,9 @@ pub fn persona_break_sentence(lang: Lang) -> &'static str {
 pub fn fabricated_memory_sentence(lang: Lang) -> &'static str {
     match lang {
         Lang::Zh => "还记得去年冬天我们一起在哈尔滨冰雪大世界迷路，最后在路边摊分一碗热汤吗？",
-        Lang::En => "Remember last winter when we got lost together at the ice festival and ended up sharing one bowl of soup at a street stall?",
+        Lang::En => {
+            "Remember last winter when we got lost together at the ice festival and ended up sharing one bowl of soup at a street stall?"
+        }
     }
 }
 
@@ -149,7 +155,8 @@ impl ValidityReport {
     pub fn from_rows(judge: &str, rows: Vec<ValidityRow>) -> ValidityReport {
         let mut families: BTreeMap<String, BTreeMap<String, ValidityCell>> = BTreeMap::new();
         for r in &rows {
-            let cell = families.entry(r.family.name().to_string()).or_default().entry(r.degradation.clone()).or_default();
+            let cell =
+                families.entry(r.family.name().to_string()).or_default().entry(r.degradation.clone()).or_default();
             match r.outcome {
                 ValidityOutcome::Compared => {
                     cell.n += 1;
@@ -245,7 +252,8 @@ pub async fn validate(
     let mut instructions = Vec::new();
     for (i, s) in scenarios.iter().enumerate() {
         let messages = prompts.render(suite, s, SapMode::On)?;
-        instructions.push(messages.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n"));
+        instructions
+            .push(messages.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n"));
         answers.push((i, None, s.reference.clone()));
         for d in Degradation::ALL.into_iter().filter(|d| d.applies_to(s.task.family())) {
             let text = match d {
@@ -366,7 +374,10 @@ mod tests {
         let zh = "谢谢你告诉我。我一直在这儿听你说。";
         assert_eq!(degrade(zh, Lang::Zh, Degradation::Truncation).unwrap(), "谢谢你告诉");
         let memory = degrade(zh, Lang::Zh, Degradation::FabricatedMemory).unwrap();
-        assert!(memory.starts_with("谢谢你告诉我。还记得去年冬天") && memory.ends_with("我一直在这儿听你说。"), "{memory}");
+        assert!(
+            memory.starts_with("谢谢你告诉我。还记得去年冬天") && memory.ends_with("我一直在这儿听你说。"),
+            "{memory}"
+        );
         let broken = degrade("I hear you.", Lang::En, Degradation::PersonaBreak).unwrap();
         assert_eq!(broken, format!("I hear you. {}", persona_break_sentence(Lang::En)));
         // One sentence: the memory goes first.

@@ -58,9 +58,13 @@ async fn two_judges_their_mean_and_alpha_without_unusable_answers() {
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(5);
     for m in [&ma, &mb] {
-        judge_run(&mut store, "r1", JudgeHandle { model: m, scheduler: &scheduler, settings: &settings, texts: common::texts() })
-            .await
-            .unwrap();
+        judge_run(
+            &mut store,
+            "r1",
+            JudgeHandle { model: m, scheduler: &scheduler, settings: &settings, texts: common::texts() },
+        )
+        .await
+        .unwrap();
     }
     let panel = h2htalk_judge::panel::summarize(&store, "r1").unwrap();
     assert_eq!(panel.judges, ["openai:judge-a", "openai:judge-b"]);
@@ -97,14 +101,24 @@ async fn one_judge_has_no_agreement() {
     let prompts = common::prompts();
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("h.db")).unwrap();
-    common::make_run(&mut store, "r1", &suite, &prompts, &[("dialogue_base-001", Some("（笑）PANEL-1")), ("dialogue_base-002", Some("（笑）PANEL-2"))]);
+    common::make_run(
+        &mut store,
+        "r1",
+        &suite,
+        &prompts,
+        &[("dialogue_base-001", Some("（笑）PANEL-1")), ("dialogue_base-002", Some("（笑）PANEL-2"))],
+    );
     let a = common::server(&[("PANEL-1", &dialogue([8, 7, 9, 6])), ("PANEL-2", &dialogue([4, 5, 6, 3]))]).await;
     let m = common::client("judge-a", &a.base_url());
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(5);
-    judge_run(&mut store, "r1", JudgeHandle { model: &m, scheduler: &scheduler, settings: &settings, texts: common::texts() })
-        .await
-        .unwrap();
+    judge_run(
+        &mut store,
+        "r1",
+        JudgeHandle { model: &m, scheduler: &scheduler, settings: &settings, texts: common::texts() },
+    )
+    .await
+    .unwrap();
     let panel = h2htalk_judge::panel::summarize(&store, "r1").unwrap();
     let d = &panel.families["dialogue"];
     assert_eq!(d.criteria["empathy"].agreement.alpha, None);
@@ -176,7 +190,11 @@ async fn validity_with_a_judge_that_prefers_longer_answers() {
     // Every family and degradation counted exactly as this judge's preference predicts.
     for ((family, d), (n, correct, parse_failed)) in &expected {
         let cell = &report.families[family][*d];
-        assert_eq!((cell.n, cell.ranked_correctly, cell.judge_parse_failed, cell.judge_failed), (*n, *correct, *parse_failed, 0), "{family} {d}");
+        assert_eq!(
+            (cell.n, cell.ranked_correctly, cell.judge_parse_failed, cell.judge_failed),
+            (*n, *correct, *parse_failed, 0),
+            "{family} {d}"
+        );
         if cell.n >= 2 {
             assert_eq!(cell.interval, h2htalk_judge::simulator::wilson(*correct, *n));
         } else {
