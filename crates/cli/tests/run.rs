@@ -494,3 +494,62 @@ fn a_resumed_run_uses_a_new_base_url_given_without_model() {
     assert_eq!((again["generated"].as_u64(), again["failed"].as_u64()), (Some(1), Some(0)), "{again}");
     assert!(b.counters.requests.load(std::sync::atomic::Ordering::Relaxed) >= 1);
 }
+
+/// Two `--judge` (each with its own endpoint) form a panel: each judge's scores, their mean and
+/// agreement are in the --json output, and `--judge-validity` stores each judge's validity check.
+/// `h2htalk judge validate` runs the check without a run.
+#[test]
+fn a_panel_of_two_judges_and_the_judge_validity_check() {
+    const A: &str = "{\"scores\": {\"empathy\": 8, \"fit_to_state\": 7, \"persona_consistency\": 9, \
+                     \"naturalness\": 6}, \"reason\": \"warm\"}";
+    const B: &str = "{\"scores\": {\"empathy\": 6, \"fit_to_state\": 7, \"persona_consistency\": 9, \
+                     \"naturalness\": 6}, \"reason\": \"fine\"}";
+    let rt = runtime();
+    let companion = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let key = "\"persona_consistency\": <1-10>".to_string();
+    let ja = rt.block_on(TestServer::start(ServerConfig { script: vec![(key.clone(), A.into())], ..Default::default() }, 0)).unwrap();
+    let jb = rt.block_on(TestServer::start(ServerConfig { script: vec![(key, B.into())], ..Default::default() }, 0)).unwrap();
+    let (ua, ub) = (ja.base_url(), jb.base_url());
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let base = ["--tasks", "dialogue_base", "--limit", "2", "--judge", "openai:judge-a", "--judge", "openai:judge-b"];
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--judge-base-url", &ua, "--judge-base-url", &ub, "--judge-validity", "--judge-validity-limit", "1"]);
+    let out = json_run(&companion, &db, &args);
+    let a = &out["assessment"];
+    assert_eq!(a["judge"]["judge"], "openai:judge-a");
+    assert_eq!(a["panel_judges"][0]["judge"], "openai:judge-b");
+    let d = &a["panel"]["families"]["dialogue"];
+    assert_eq!(d["criteria"]["empathy"]["mean"], 7.0, "{d}");
+    assert_eq!(d["criteria"]["empathy"]["per_judge"]["openai:judge-b"], 6.0, "{d}");
+    // Each judge gives one score to both items. On empathy they always differ (8 and 6): every
+    // pair disagrees by 2 while the pooled values 8,6,8,6 vary no more than that, alpha
+    // 1 - (2*(4+4)/4) / ((2*4*200 - 2*28^2)/12) = -0.5. On fit_to_state nothing varies: no alpha.
+    assert_eq!(d["criteria"]["empathy"]["agreement"]["alpha"], -0.5, "{d}");
+    assert!(d["criteria"]["fit_to_state"]["agreement"]["alpha"].is_null(), "{d}");
+    assert_eq!(d["criteria"]["empathy"]["agreement"]["pairable_items"], 2, "{d}");
+    let v = a["validity"].as_array().unwrap();
+    assert_eq!(v.len(), 2);
+    // Constant scores tie the reference with every degraded copy: never ranked correctly; the
+    // other families' rubrics get prose, counted as unparsable.
+    let cell = &v[0]["families"]["dialogue"]["truncation"];
+    assert_eq!((cell["n"].as_u64(), cell["ranked_correctly"].as_u64()), (Some(1), Some(0)), "{cell}");
+    assert!(cell["interval"].is_null());
+    assert_eq!(v[0]["families"]["itinerary"]["truncation"]["judge_parse_failed"], 1);
+    assert!(v[0]["families"]["itinerary"].get("fabricated_memory").is_none());
+
+    // Endpoint flags must line up with the judges; one judge twice is refused.
+    let mut bad = base.to_vec();
+    bad.extend_from_slice(&["--judge-base-url", &ua, "--judge-base-url", &ub, "--judge-base-url", &ub]);
+    let refused = h2htalk(&[&["run", "--db", db.to_str().unwrap()][..], &bad].concat());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--judge-base-url is given 3 times"), "{refused:?}");
+    let twice = h2htalk(&["run", "--db", db.to_str().unwrap(), "--judge", "openai:x", "--judge", "openai:x", "--judge-base-url", &ua]);
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("given twice"), "{twice:?}");
+
+    let suite = suite();
+    let check = h2htalk(&["judge", "validate", "--judge", "openai:judge-a", "--judge-base-url", &ua, "--suite", &suite, "--limit", "1", "--json"]);
+    assert!(check.status.success(), "{check:?}");
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(report["families"]["dialogue"]["persona_break"]["n"], 1, "{report}");
+    assert_eq!(report["rows"].as_array().unwrap().len(), 4 + 4 + 3);
+}

@@ -6,20 +6,26 @@
 //!   ([`pairwise_run`], [`bt`]).
 //! - [`safety`]: the SAP safety score on the safety set, by rules where a rule can decide and by the
 //!   judge for the rest ([`safety_run`]); reported on its own, never averaged into the composite.
+//! - [`panel`]: several judges at once: each judge's scores, their mean, and their agreement
+//!   (Krippendorff's alpha per criterion, [`agreement`]).
+//! - [`validity`]: a check of the judge without human labels: references against degraded copies.
 //! - [`simulator`]: multi-session conversations with a simulated user whose memories the model under
 //!   test writes itself ([`simulate`]).
 //!
 //! Everything is kept in the run store ([`h2htalk_store`]), through its typed rows. A judge
 //! or simulator failure is recorded with its reason and counted; it never becomes a score.
 
+pub mod agreement;
 pub mod ask;
 pub mod bt;
 pub mod checks;
 pub mod judge;
 pub mod pairwise;
+pub mod panel;
 pub mod safety;
 pub mod simulator;
 pub mod texts;
+pub mod validity;
 
 use std::path::PathBuf;
 
@@ -27,9 +33,11 @@ pub use ask::{AskFailure, JudgeHandle, JudgeSettings};
 pub use checks::{CheckReport, CheckResult, ItemChecks, check_answer, check_run};
 pub use judge::{JudgeReport, judge_run};
 pub use pairwise::{PairwiseReport, pairwise_run};
+pub use panel::PanelReport;
 pub use safety::{SafetyReport, safety_run};
 pub use simulator::{SimulationReport, SimulationSetup, UserProfile, load_profiles, simulate};
 pub use texts::JudgeTexts;
+pub use validity::{ValidityReport, validity_run};
 
 /// `part / whole`, `None` when `whole` is 0 (a rate over nothing is not a number, never 0).
 pub fn rate(part: usize, whole: usize) -> Option<f64> {

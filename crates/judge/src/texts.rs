@@ -157,6 +157,21 @@ pub struct SafetyRules {
     pub version: String,
     pub description: String,
     pub keywords: Keywords,
+    /// By check id: the opening words of the `should` and `must_not` statements the check decides
+    /// (absent in suites written before rules could decide statements: then none are).
+    #[serde(default)]
+    pub covers: BTreeMap<String, Phrases>,
+}
+
+impl SafetyRules {
+    /// The check among `checks` that decides `statement` (in `lang`), if any.
+    pub fn covering(&self, checks: &[h2htalk_data::suite::Check], lang: Lang, statement: &str) -> Option<h2htalk_data::suite::Check> {
+        let statement = statement.trim_start();
+        checks.iter().copied().find(|c| {
+            let id = serde_json::to_value(c).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            self.covers.get(&id).is_some_and(|p| p.of(lang).iter().any(|open| statement.starts_with(open.as_str())))
+        })
+    }
 }
 
 /// All of it, loaded from a suite.
@@ -289,6 +304,16 @@ impl JudgeTexts {
                         &format!("keywords.{name}.{lang}"),
                         "needs one or more non-empty phrases".into(),
                     ));
+                }
+            }
+        }
+        for (id, p) in &self.rules.covers {
+            if !CHECK_IDS.contains(&id.as_str()) {
+                return Err(invalid(rules_path, &format!("covers.{id}"), format!("not a check id; one of {CHECK_IDS:?}")));
+            }
+            for (lang, list) in [("zh", &p.zh), ("en", &p.en)] {
+                if list.iter().any(|w| w.trim().is_empty()) {
+                    return Err(invalid(rules_path, &format!("covers.{id}.{lang}"), "an empty opening covers every statement; remove it".into()));
                 }
             }
         }

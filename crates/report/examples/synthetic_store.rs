@@ -124,6 +124,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             },
             redact: false,
             judge: None,
+            panel: vec![],
+            judge_validity: None,
             simulation: None,
         };
         // Under the protocol of the store's first run, when it has one, so that a report ranks the

@@ -510,7 +510,7 @@ fn safety_section(run_id: &str, safety: &[(String, Vec<SafetyVerdict>)], cfg: &B
                 let mut counts = SafetyCounts::default();
                 let mut values = Vec::new();
                 for v in rows.iter().filter(|v| of(v)) {
-                    counts.add(v.verdict);
+                    counts.add(v.verdict, h2htalk_judge::safety::decided_by(v));
                     values.extend(decided(v.verdict));
                 }
                 let score = stat(&[values], cfg, &["safety", run_id, judge, name]);

@@ -1,11 +1,12 @@
 //! What a run does after the overlap metrics: format checks (always), the SAP safety score (when
-//! the safety set ran), the LLM judge (`judge` in the run specification) and the user simulator
-//! (`simulation`).
+//! the safety set ran), the LLM judge (`judge` in the run specification) or a panel of judges
+//! (`judge` and `panel`) with their agreement, the judge validity check (`judge_validity`) and the
+//! user simulator (`simulation`).
 
 use h2htalk_data::Suite;
 use h2htalk_judge::{
-    CheckReport, JudgeHandle, JudgeReport, JudgeSettings, JudgeTexts, SafetyReport, SimulationReport, SimulationSetup,
-    check_run, judge_run, load_profiles, safety_run, simulate,
+    CheckReport, JudgeHandle, JudgeReport, JudgeSettings, JudgeTexts, PanelReport, SafetyReport, SimulationReport,
+    SimulationSetup, ValidityReport, check_run, judge_run, load_profiles, safety_run, simulate, validity_run,
 };
 use h2htalk_llm::{GenerationSettings, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_prompt::Prompts;
@@ -22,7 +23,17 @@ use crate::{Result, RunError};
 pub struct Assessment {
     pub checks: CheckReport,
     pub safety: Option<SafetyReport>,
+    /// The first judge's scores.
     pub judge: Option<JudgeReport>,
+    /// The other judges' scores (a panel), in the order given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub panel_judges: Vec<JudgeReport>,
+    /// Every judge's scores, their mean and their agreement: only with two or more judges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub panel: Option<PanelReport>,
+    /// The judge validity check, one per judge (empty when not asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub validity: Vec<ValidityReport>,
     pub simulation: Option<SimulationReport>,
 }
 
@@ -58,6 +69,57 @@ pub fn validate(judge: Option<&JudgeSpec>, simulation: Option<&SimulationSpec>) 
     Ok(())
 }
 
+/// Refuses a panel that names one judge twice (their judgments would be stored as one judge's).
+pub fn validate_panel(judges: &[&JudgeSpec]) -> Result<()> {
+    for (i, j) in judges.iter().enumerate() {
+        if judges[..i].iter().any(|k| k.spec == j.spec) {
+            return Err(RunError::Usage(format!(
+                "--judge {} is given twice; each judge of a panel must be a different model (a judge's scores are \
+                 stored under its name)",
+                j.spec
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The judge's settings from its specification: temperature 0, its seed, its token limit.
+pub fn judge_settings(j: &JudgeSpec) -> JudgeSettings {
+    let mut settings = JudgeSettings::pinned(j.seed);
+    if let Some(n) = j.max_tokens {
+        settings.generation.max_tokens = n;
+    }
+    settings
+}
+
+/// Opens a judge model: its own base URL and key, else those of `run` (the model under test, or
+/// for `judge validate` a request holding only the config file).
+fn open_judge(j: &JudgeSpec, run: &ModelRequest) -> Result<Opened> {
+    open(&j.spec, j.base_url.as_deref(), j.api_key_env.as_deref(), run)
+        .map_err(|e| RunError::Model(format!("--judge {}: {e}", j.spec)))
+}
+
+/// `h2htalk judge validate`: the judge validity check of one judge on a suite (the embedded one when
+/// `suite_dir` is `None`), without a run; `config` is the model config file.
+pub async fn validate_judge(
+    judge: &JudgeSpec,
+    config: Option<std::path::PathBuf>,
+    suite_dir: Option<&std::path::Path>,
+    references: Option<&std::path::Path>,
+    limit: Option<usize>,
+) -> Result<ValidityReport> {
+    let dir = h2htalk_data::suite::embedded::or_embedded(suite_dir)?;
+    let suite = h2htalk_data::load_suite_with(&dir, references)?;
+    let prompts = Prompts::load(&dir)?;
+    let texts = JudgeTexts::load(&dir)?;
+    let request = ModelRequest { spec: judge.spec.clone(), config, base_url: None, api_key_env: None };
+    let opened = open_judge(judge, &request)?;
+    let settings = judge_settings(judge);
+    let handle =
+        JudgeHandle { model: opened.resolved.model.as_ref(), scheduler: &opened.scheduler, settings: &settings, texts: &texts };
+    Ok(h2htalk_judge::validity::validate(&suite, &prompts, handle, limit).await?)
+}
+
 /// Runs the assessment of `run_id`; `companion` is the model under test.
 pub async fn assess(
     store: &mut Store,
@@ -76,32 +138,38 @@ pub async fn assess(
     };
     let checks = check_run(store, run_id, suite)?;
     let judge_spec = spec.judge.as_ref();
-    let mut settings = JudgeSettings::pinned(judge_spec.map_or(0, |j| j.seed));
-    if let Some(n) = judge_spec.and_then(|j| j.max_tokens) {
-        settings.generation.max_tokens = n;
-    }
-    let judge = match judge_spec {
-        Some(j) => Some(
-            open(&j.spec, j.base_url.as_deref(), j.api_key_env.as_deref(), &spec.model)
-                .map_err(|e| RunError::Model(format!("--judge {}: {e}", j.spec)))?,
-        ),
-        None => None,
-    };
-    let handle = judge.as_ref().map(|j| JudgeHandle {
-        model: j.resolved.model.as_ref(),
-        scheduler: &j.scheduler,
-        settings: &settings,
-        texts,
-    });
+    let specs = spec.judges();
+    validate_panel(&specs)?;
+    let all_settings: Vec<JudgeSettings> = specs.iter().map(|j| judge_settings(j)).collect();
+    let settings = all_settings.first().cloned().unwrap_or_else(|| JudgeSettings::pinned(0));
+    let opened: Vec<Opened> = specs.iter().map(|j| open_judge(j, &spec.model)).collect::<Result<_>>()?;
+    let handles: Vec<JudgeHandle> = opened
+        .iter()
+        .zip(&all_settings)
+        .map(|(j, settings)| JudgeHandle { model: j.resolved.model.as_ref(), scheduler: &j.scheduler, settings, texts })
+        .collect();
+    // The first judge decides the safety statements and plays the user when no simulator is given.
+    let judge = opened.first();
+    let handle = handles.first().copied();
     if handle.is_some() {
         phase(Phase::Judge);
     }
     let has_safety = store.items(run_id)?.iter().any(|i| i.task == SAFETY_GROUP);
     let safety = if has_safety { Some(safety_run(store, run_id, suite, texts, handle).await?) } else { None };
-    let judged = match handle {
-        Some(h) => Some(judge_run(store, run_id, h).await?),
-        None => None,
-    };
+    let mut judged_all = Vec::new();
+    for h in &handles {
+        judged_all.push(judge_run(store, run_id, *h).await?);
+    }
+    let mut judged_all = judged_all.into_iter();
+    let judged = judged_all.next();
+    let panel_judges: Vec<JudgeReport> = judged_all.collect();
+    let panel = if handles.len() >= 2 { Some(h2htalk_judge::panel::summarize(store, run_id)?) } else { None };
+    let mut validity = Vec::new();
+    if let Some(v) = &spec.judge_validity {
+        for h in &handles {
+            validity.push(validity_run(store, run_id, suite, prompts, *h, v.limit).await?);
+        }
+    }
     let simulation = match spec.simulation.as_ref().filter(|s| s.n > 0) {
         None => None,
         Some(sim_spec) => {
@@ -112,10 +180,8 @@ pub async fn assess(
                 ),
                 None => None,
             };
-            let sim = own.as_ref().or(judge.as_ref()).ok_or_else(|| {
-                RunError::Usage(
-                    "--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into(),
-                )
+            let sim = own.as_ref().or(judge).ok_or_else(|| {
+                RunError::Usage("--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into())
             })?;
             let profiles = load_profiles(&suite.dir.join("simulator"), suite)?;
             let companion_scheduler =
@@ -141,7 +207,7 @@ pub async fn assess(
             Some(simulate(store, run_id, &setup, &profiles, sim_spec.n, judge_spec.map_or(0, |j| j.seed)).await?)
         }
     };
-    Ok(Assessment { checks, safety, judge: judged, simulation })
+    Ok(Assessment { checks, safety, judge: judged, panel_judges, panel, validity, simulation })
 }
 
 impl Assessment {
@@ -151,6 +217,11 @@ impl Assessment {
         for (part, list) in [("checks", "items"), ("safety", "items"), ("simulation", "results")] {
             if let Some(obj) = v.get_mut(part).and_then(Value::as_object_mut) {
                 obj.remove(list);
+            }
+        }
+        for report in v.get_mut("validity").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(obj) = report.as_object_mut() {
+                obj.remove("rows");
             }
         }
         v
@@ -170,17 +241,20 @@ impl Assessment {
         if let Some(s) = &self.safety {
             let c = &s.overall;
             out.push(format!(
-                "SAP safety ({}): pass {} / fail {} / undecided {} ({} of decided); judge failures {}, unparsable {}",
+                "SAP safety ({}): pass {} / fail {} / needs a judge {} ({} of decided); judge failures {}, unparsable {}; \
+                 decided by rules alone {}, needed a judge {}",
                 s.judge,
                 c.pass,
                 c.fail,
                 c.undecided,
                 pct(c.pass_rate),
                 c.judge_failed,
-                c.judge_parse_failed
+                c.judge_parse_failed,
+                c.decided_by_rules,
+                c.needed_judge
             ));
         }
-        if let Some(j) = &self.judge {
+        for j in self.judge.iter().chain(&self.panel_judges) {
             let o = &j.overall;
             out.push(format!(
                 "judge {}: mean {} over {} answers; judge failures {}, unparsable {}, empty answers {}",
@@ -191,6 +265,12 @@ impl Assessment {
                 o.judge_parse_failed,
                 o.empty_answer
             ));
+        }
+        if let Some(p) = &self.panel {
+            out.extend(p.lines());
+        }
+        for v in &self.validity {
+            out.extend(v.lines());
         }
         if let Some(s) = &self.simulation {
             out.push(format!(

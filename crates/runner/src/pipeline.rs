@@ -67,20 +67,8 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
     phase(Phase::Plan);
     let mut store = Store::open(&options.db)?;
     let (planned, neural) = match start {
-        Start::New(new) => {
-            crate::assess::validate(new.judge.as_ref(), new.simulation.as_ref())?;
-            let prepared = prepare(&new)?;
-            let neural = metric_models(new.metrics, &new.metric_models, new.profile)?;
-            (create(&mut store, prepared)?, neural)
-        }
-        Start::Prepared(prepared) => {
-            // Everything that can be refused is refused before a run row exists: the assessment's
-            // settings and the metric models.
-            crate::assess::validate(prepared.spec.judge.as_ref(), prepared.spec.simulation.as_ref())?;
-            let scoring = &prepared.spec.scoring;
-            let neural = metric_models(scoring.metrics, &scoring.models, scoring.profile)?;
-            (create(&mut store, *prepared)?, neural)
-        }
+        Start::New(new) => new_run(&mut store, prepare(&new)?)?,
+        Start::Prepared(prepared) => new_run(&mut store, *prepared)?,
         Start::Resume(r) => {
             let planned = plan_resume(&mut store, &r)?;
             crate::assess::validate(planned.spec.judge.as_ref(), planned.spec.simulation.as_ref())?;
@@ -150,6 +138,20 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
     let report = h2htalk_report::write_report(&store, std::slice::from_ref(&run_id), &report_dir)?;
     phase(Phase::Done);
     Ok(Outcome { run_id, spec, status, generation, pending, summary, cost_usd, assessment, report, model })
+}
+
+/// Refuses what cannot run before a run row exists (the assessment's settings, the metric
+/// models), then stores the prepared run.
+fn new_run(store: &mut Store, prepared: Planned) -> Result<(Planned, Option<h2htalk_neural::NeuralSetup>)> {
+    let spec = &prepared.spec;
+    crate::assess::validate(spec.judge.as_ref(), spec.simulation.as_ref())?;
+    crate::assess::validate_panel(&spec.judges())?;
+    if spec.judge.is_none() && (!spec.panel.is_empty() || spec.judge_validity.is_some()) {
+        return Err(RunError::Usage("--judge-validity and a panel need --judge SPEC".into()));
+    }
+    let scoring = &spec.scoring;
+    let neural = metric_models(scoring.metrics, &scoring.models, scoring.profile)?;
+    Ok((create(store, prepared)?, neural))
 }
 
 /// What a run has spent so far on the answers whose usage is known.

@@ -12,7 +12,7 @@ use h2htalk_metrics::{Profile, lexical_signature};
 use h2htalk_prompt::Prompts;
 use h2htalk_store::{
     Item, JudgeSpec, MetricModels, MetricSet, ModelRequest, RunSpec, SAFETY_GROUP, SapRef, ScoringSpec, Selection,
-    SimulationSpec, Store, SuiteRef,
+    SimulationSpec, Store, SuiteRef, ValiditySpec,
 };
 
 use crate::models::{Resolved, resolve};
@@ -41,6 +41,10 @@ pub struct NewRun {
     pub max_cost_usd: Option<f64>,
     pub redact: bool,
     pub judge: Option<JudgeSpec>,
+    /// Further judges: with `judge`, a panel.
+    pub panel: Vec<JudgeSpec>,
+    /// Run the judge validity check with every judge.
+    pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
 }
 
@@ -56,8 +60,12 @@ pub struct Resume {
     pub model: ModelOverrides,
     /// A new cost limit (recorded with the run); otherwise the recorded one applies again.
     pub max_cost_usd: Option<f64>,
-    /// Judge or simulate with these instead of the recorded ones (recorded with the run).
+    /// Judge or simulate with these instead of the recorded ones (recorded with the run). A new
+    /// `judge` replaces the recorded panel too (with `panel`, possibly empty).
     pub judge: Option<JudgeSpec>,
+    pub panel: Vec<JudgeSpec>,
+    /// Run the judge validity check (recorded with the run).
+    pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
     /// What the command line asked for that a run cannot change; refused when it differs.
     pub metrics: Option<MetricSet>,
@@ -202,6 +210,8 @@ pub fn prepare(new: &NewRun) -> Result<Planned> {
         },
         redact: new.redact,
         judge: new.judge.clone(),
+        panel: new.panel.clone(),
+        judge_validity: new.judge_validity.clone(),
         simulation: new.simulation.clone(),
     };
     Ok(Planned {
@@ -262,6 +272,10 @@ pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
     }
     if resume.judge.is_some() {
         spec.judge = resume.judge.clone();
+        spec.panel = resume.panel.clone();
+    }
+    if resume.judge_validity.is_some() {
+        spec.judge_validity = resume.judge_validity.clone();
     }
     if resume.simulation.is_some() {
         spec.simulation = resume.simulation.clone();

@@ -27,7 +27,7 @@ pub use rows::*;
 pub use schema::SCHEMA_VERSION;
 pub use spec::{
     JudgeSpec, MetricModels, MetricSet, ModelRequest, Prices, RunSpec, SapRef, ScoringSpec, Selection, SimulationSpec,
-    SuiteRef,
+    SuiteRef, ValiditySpec,
 };
 
 /// Errors of the store, each naming the database file.
@@ -545,6 +545,7 @@ impl Store {
                 let table = match kind {
                     SessionKind::Rubric => "judge_scores",
                     SessionKind::Safety => "safety_verdicts",
+                    SessionKind::Validity => "judge_validity",
                 };
                 tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1 AND judge = ?2"), params![run_id, judge])
                     .map_err(e)?;
@@ -758,6 +759,97 @@ impl Store {
             .collect()
     }
 
+    // ---- judge validity ---------------------------------------------------------------------
+
+    /// Replaces the judge validity results of `run_id` by `judge`, in one transaction.
+    pub fn replace_validity(&mut self, run_id: &str, judge: &str, rows: &[ValidityRow]) -> StoreResult<()> {
+        let path = self.path.clone();
+        let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
+        let tx = self.tx()?;
+        tx.execute("DELETE FROM judge_validity WHERE run_id = ?1 AND judge = ?2", params![run_id, judge]).map_err(e)?;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO judge_validity (run_id, judge, scenario_id, degradation, task, family, lang, outcome, \
+                     reference_mean, degraded_mean, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                )
+                .map_err(e)?;
+            for r in rows {
+                stmt.execute(params![
+                    run_id,
+                    judge,
+                    r.scenario_id,
+                    r.degradation,
+                    r.task,
+                    r.family.name(),
+                    r.lang.code(),
+                    r.outcome.as_str(),
+                    r.reference_mean,
+                    r.degraded_mean,
+                    r.error
+                ])
+                .map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
+    }
+
+    /// The judges with validity results for `run_id`, by name.
+    pub fn validity_judges(&self, run_id: &str) -> StoreResult<Vec<String>> {
+        if !self.has_table("judge_validity")? {
+            return Ok(vec![]);
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT judge FROM judge_validity WHERE run_id = ?1 ORDER BY judge")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([run_id], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The judge validity results of `run_id` by `judge` (none for a store written before the
+    /// check existed).
+    pub fn validity(&self, run_id: &str, judge: &str) -> StoreResult<Vec<ValidityRow>> {
+        if !self.has_table("judge_validity")? {
+            return Ok(vec![]);
+        }
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT scenario_id, degradation, task, family, lang, outcome, reference_mean, degraded_mean, error \
+                 FROM judge_validity WHERE run_id = ?1 AND judge = ?2 ORDER BY family, degradation, scenario_id",
+            )
+            .map_err(|e| self.err(e))?;
+        type Raw = (String, String, String, String, String, String, Option<f64>, Option<f64>, Option<String>);
+        let raw: Vec<Raw> = stmt
+            .query_map(params![run_id, judge], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        let d = self.decoder(run_id);
+        raw.into_iter()
+            .map(|(id, degradation, task, family, lang, outcome, reference_mean, degraded_mean, error)| {
+                let outcome = d.text(&id, "judge_validity.outcome", &outcome, ValidityOutcome::parse)?;
+                if outcome == ValidityOutcome::Compared && (reference_mean.is_none() || degraded_mean.is_none()) {
+                    return Err(d.corrupt(Some(&id), "judge_validity.reference_mean", "a comparison without both means"));
+                }
+                Ok(ValidityRow {
+                    family: d.text(&id, "judge_validity.family", &family, h2htalk_data::Family::from_name)?,
+                    lang: d.text(&id, "judge_validity.lang", &lang, h2htalk_data::suite::Lang::from_code)?,
+                    outcome,
+                    reference_mean: reference_mean.map(|m| d.finite(&id, "judge_validity.reference_mean", m)).transpose()?,
+                    degraded_mean: degraded_mean.map(|m| d.finite(&id, "judge_validity.degraded_mean", m)).transpose()?,
+                    degradation,
+                    task,
+                    error,
+                    scenario_id: id,
+                })
+            })
+            .collect()
+    }
+
     // ---- sweeps -----------------------------------------------------------------------------
 
     fn has_table(&self, name: &str) -> StoreResult<bool> {
@@ -768,6 +860,7 @@ impl Store {
             .map(|n| n > 0)
             .map_err(|e| self.err(e))
     }
+
 
     /// Records a sweep's definition (replacing an earlier one of the same name) and its models, in
     /// order; each model's run is set by [`Store::set_sweep_run`] once it is known.
@@ -956,7 +1049,7 @@ impl Store {
 
     /// How many rows each table holds.
     pub fn table_rows(&self) -> StoreResult<std::collections::BTreeMap<&'static str, u64>> {
-        const TABLES: [&str; 11] = [
+        const TABLES: [&str; 12] = [
             "runs",
             "items",
             "generations",
@@ -966,12 +1059,17 @@ impl Store {
             "judge_scores",
             "pairwise_judgments",
             "safety_verdicts",
+            "judge_validity",
             "simulations",
             "meta",
         ];
         TABLES
             .into_iter()
             .map(|t| {
+                // A store opened read-only may predate a table added within its schema version.
+                if !self.has_table(t)? {
+                    return Ok((t, 0));
+                }
                 let n: i64 =
                     self.conn.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0)).map_err(|e| self.err(e))?;
                 Ok((t, n as u64))

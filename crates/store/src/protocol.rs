@@ -62,8 +62,8 @@ impl Protocol {
             metric_models: spec.scoring.models.clone(),
             redact: spec.redact,
             judges: spec
-                .judge
-                .iter()
+                .judges()
+                .into_iter()
                 .map(|j| ProtocolJudge { spec: j.spec.clone(), seed: j.seed, max_tokens: j.max_tokens })
                 .collect(),
             simulation: spec.simulation.as_ref().map(|s| (s.n, s.simulator.clone())),

@@ -122,7 +122,12 @@ text_enum!(
 
 text_enum!(
     /// What a judge session judged.
-    SessionKind { Rubric = "rubric", Safety = "safety" }
+    SessionKind {
+        Rubric = "rubric",
+        Safety = "safety",
+        /// The judge validity check (references against degraded copies).
+        Validity = "validity",
+    }
 );
 
 text_enum!(
@@ -261,6 +266,46 @@ pub struct SafetyVerdict {
     pub rules: Value,
     pub judgment: Option<Value>,
     pub reason: Option<String>,
+}
+
+text_enum!(
+    /// One comparison of the judge validity check: a reference and one degraded copy of it.
+    ValidityOutcome {
+        /// Both were scored: `reference_mean` and `degraded_mean` hold the rubric means.
+        Compared = "compared",
+        /// The judge's answer on either could not be used.
+        JudgeParseFailed = "judge_parse_failed",
+        /// The request for either failed.
+        JudgeFailed = "judge_failed",
+        /// This degradation cannot be made for the scenario (no other reference of its sub-task and
+        /// language, or no memory to invent in its family).
+        NotApplicable = "not_applicable",
+    }
+);
+
+/// One comparison of the judge validity check by one judge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValidityRow {
+    pub scenario_id: String,
+    /// `other_reference`, `truncation`, `persona_break` or `fabricated_memory`.
+    pub degradation: String,
+    pub task: String,
+    pub family: Family,
+    pub lang: Lang,
+    pub outcome: ValidityOutcome,
+    pub reference_mean: Option<f64>,
+    pub degraded_mean: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl ValidityRow {
+    /// Whether the reference was ranked above the degraded copy; `None` when not compared.
+    pub fn ranked_correctly(&self) -> Option<bool> {
+        match (self.outcome, self.reference_mean, self.degraded_mean) {
+            (ValidityOutcome::Compared, Some(r), Some(d)) => Some(r > d),
+            _ => None,
+        }
+    }
 }
 
 /// One simulated multi-session conversation.

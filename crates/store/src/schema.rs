@@ -6,7 +6,9 @@ use crate::StoreError;
 
 /// The schema version this binary writes and reads. 1: h2htalk up to the typed store (runs carry
 /// an untyped provenance; the judge crate created its own tables). 2: runs carry their typed
-/// specification, token counts may be unknown (NULL), every table is created here.
+/// specification, token counts may be unknown (NULL), every table is created here. Schema 2 later
+/// gained `judge_validity` (created when a store is opened, see `migrate`; older binaries ignore it,
+/// and a store opened read-only without it reads as holding no validity results).
 pub const SCHEMA_VERSION: u32 = 2;
 
 pub(crate) const TABLES: &str = "
@@ -122,6 +124,20 @@ CREATE TABLE IF NOT EXISTS sweep_runs (
     model TEXT NOT NULL,
     run_id TEXT,
     PRIMARY KEY (sweep, position)
+);
+CREATE TABLE IF NOT EXISTS judge_validity (
+    run_id TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    scenario_id TEXT NOT NULL,
+    degradation TEXT NOT NULL,
+    task TEXT NOT NULL,
+    family TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('compared', 'judge_parse_failed', 'judge_failed', 'not_applicable')),
+    reference_mean REAL,
+    degraded_mean REAL,
+    error TEXT,
+    PRIMARY KEY (run_id, judge, scenario_id, degradation)
 );
 CREATE TABLE IF NOT EXISTS simulations (
     run_id TEXT NOT NULL,

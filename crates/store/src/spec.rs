@@ -150,6 +150,15 @@ pub struct JudgeSpec {
     pub max_tokens: Option<u32>,
 }
 
+/// The judge validity check of a run: the judges rate the suite's references against degraded
+/// copies of them (another scenario's reference, a truncation, a persona break, an invented memory).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValiditySpec {
+    /// At most this many scenarios per family (all when `None`).
+    pub limit: Option<usize>,
+}
+
 /// The user simulator of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -184,11 +193,25 @@ pub struct RunSpec {
     pub scoring: ScoringSpec,
     /// Personal data masked before storage.
     pub redact: bool,
+    /// The first judge: it scores every answer, decides the safety statements rules cannot, and
+    /// plays the user when no simulator is given.
     pub judge: Option<JudgeSpec>,
+    /// Further judges: with `judge` they form a panel, each scoring every answer. Absent (empty) in
+    /// runs stored before panels, which still load and resume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub panel: Vec<JudgeSpec>,
+    /// The judge validity check, run with every judge when set; absent in runs stored before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
 }
 
 impl RunSpec {
+    /// Every judge of the run: `judge`, then the rest of the panel.
+    pub fn judges(&self) -> Vec<&JudgeSpec> {
+        self.judge.iter().chain(&self.panel).collect()
+    }
+
     /// The specification of a run stored by h2htalk before schema 2, from its provenance. Fields
     /// that release did not record take the values it used (`scoring.metrics` absent: lexical;
     /// `redact` absent: off); any other missing or unreadable field is an error naming it.
@@ -245,7 +268,57 @@ impl RunSpec {
             },
             redact: optional(p, "/redact")?.unwrap_or(false),
             judge: None,
+            panel: vec![],
+            judge_validity: None,
             simulation: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A specification as the release before panels wrote it: one `judge`, no `panel`, no
+    /// `judge_validity`.
+    const BEFORE_PANELS: &str = r#"{"h2htalk_version":"0.9.0","suite":{"dir":"suites","fingerprint":"sha256:ab","name":"h2htalk"},
+        "selection":{"tasks":["dialogue_base"],"limit":2,"safety":true},"templates_hash":"sha256:cd",
+        "judge_texts_hash":"sha256:ef","sap":{"mode":"on","version":"1","hash":"sha256:01"},
+        "model":{"spec":"openai:m","config":null,"base_url":"http://127.0.0.1:1/v1","api_key_env":null},
+        "model_id":{"provider":"openai","name":"m","endpoint":"http://127.0.0.1:1/v1"},"model_config":null,
+        "settings":{"temperature":0.0,"max_tokens":512,"seed":0,"top_p":null},
+        "prices":{"input_per_million":0.0,"output_per_million":0.0},"max_cost_usd":null,
+        "scoring":{"profile":"strict","signature":"sig","metrics":"all",
+                   "models":{"bertscore_model":null,"bertscore_layer":null,"embedding_model":null}},
+        "redact":false,
+        "judge":{"spec":"openai:j","base_url":"http://127.0.0.1:2/v1","api_key_env":null,"seed":3,"max_tokens":null},
+        "simulation":null}"#;
+
+    #[test]
+    fn a_specification_from_before_panels_still_loads_and_round_trips() {
+        let spec: RunSpec = serde_json::from_str(BEFORE_PANELS).unwrap();
+        assert_eq!(spec.judge.as_ref().unwrap().spec, "openai:j");
+        assert!(spec.panel.is_empty() && spec.judge_validity.is_none());
+        assert_eq!(spec.judges().len(), 1);
+        // Written back, it is what that release wrote (no new keys), so that release reads it too.
+        let back: serde_json::Value = serde_json::to_value(&spec).unwrap();
+        let before: serde_json::Value = serde_json::from_str(BEFORE_PANELS).unwrap();
+        assert_eq!(back, before);
+    }
+
+    #[test]
+    fn a_panel_is_recorded_in_order_after_the_first_judge() {
+        let mut spec: RunSpec = serde_json::from_str(BEFORE_PANELS).unwrap();
+        let mut second = spec.judge.clone().unwrap();
+        second.spec = "openai:k".into();
+        spec.panel.push(second);
+        spec.judge_validity = Some(ValiditySpec { limit: Some(4) });
+        let back: RunSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(back, spec);
+        let names: Vec<&str> = back.judges().iter().map(|j| j.spec.as_str()).collect();
+        assert_eq!(names, ["openai:j", "openai:k"]);
+        // An unknown field is still refused.
+        let bad = BEFORE_PANELS.replace("\"redact\":false", "\"redact\":false,\"judgez\":[]");
+        assert!(serde_json::from_str::<RunSpec>(&bad).unwrap_err().to_string().contains("judgez"));
     }
 }

@@ -59,6 +59,8 @@ pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
         },
         redact: false,
         judge: None,
+        panel: vec![],
+        judge_validity: None,
         simulation: None,
     }
 }

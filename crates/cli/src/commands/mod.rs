@@ -1,6 +1,7 @@
 //! Command-line definitions and dispatch.
 
 mod data;
+mod judge;
 mod metric_models;
 mod models;
 mod prompt;
@@ -45,6 +46,9 @@ enum Command {
     /// Validate and describe a scenario suite.
     #[command(subcommand)]
     Suite(suite::SuiteCommand),
+    /// Check a judge: `judge validate` rates references against degraded copies of them.
+    #[command(subcommand)]
+    Judge(judge::JudgeCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -58,5 +62,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Models(cmd) => models::run(cmd),
         Command::Suite(cmd) => suite::run(cmd),
         Command::Prompt(cmd) => prompt::run(cmd),
+        Command::Judge(cmd) => judge::run(cmd),
     }
 }

@@ -10,7 +10,7 @@ use h2htalk_runner::models::DEFAULT_MODEL;
 use h2htalk_runner::pipeline::{RunOptions, Start};
 use h2htalk_runner::plan::ModelOverrides;
 use h2htalk_runner::{NewRun, Resume};
-use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec};
+use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec, ValiditySpec};
 use serde_json::json;
 
 use super::metric_models::MetricModelArgs;
@@ -125,8 +125,8 @@ pub struct ProtocolArgs {
 
 impl ProtocolArgs {
     /// The run `model` gets.
-    pub fn new_run(&self, model: ModelRequest) -> NewRun {
-        NewRun {
+    pub fn new_run(&self, model: ModelRequest) -> anyhow::Result<NewRun> {
+        Ok(NewRun {
             suite_dir: self.suite.clone(),
             references: self.references.clone(),
             selection: Selection { tasks: self.tasks.clone(), limit: self.limit, safety: self.safety },
@@ -139,9 +139,11 @@ impl ProtocolArgs {
             metric_models: self.models.to_spec(),
             max_cost_usd: self.max_cost,
             redact: self.redact,
-            judge: self.assess.judge(),
+            judge: self.assess.judge()?,
+            panel: self.assess.panel()?,
+            judge_validity: self.assess.judge_validity(),
             simulation: self.assess.simulation(),
-        }
+        })
     }
 }
 
@@ -149,16 +151,27 @@ impl ProtocolArgs {
 #[derive(Args, Clone, Debug, Default)]
 pub struct AssessArgs {
     /// Judge every answer with this model (`openai:NAME`, a name in the config file, or `local:...`):
-    /// a rubric per family, scores 1-10, temperature 0 and a pinned seed. Also decides the SAP safety
-    /// statements that rules cannot.
+    /// a rubric per family, scores 1-10, temperature 0 and a pinned seed. The first judge also
+    /// decides the SAP safety statements that rules cannot. Repeat for a panel: each judge scores
+    /// every answer, and the run reports their mean and agreement (Krippendorff's alpha).
     #[arg(long, value_name = "SPEC")]
-    judge: Option<String>,
-    /// Base URL for `--judge openai:NAME` (default: --base-url).
+    judge: Vec<String>,
+    /// Base URL for `--judge openai:NAME` (default: --base-url): once for every judge, or once per
+    /// `--judge`, in the same order.
     #[arg(long, value_name = "URL")]
-    judge_base_url: Option<String>,
-    /// Environment variable with the judge's API key (default: --api-key-env).
+    judge_base_url: Vec<String>,
+    /// Environment variable with the judge's API key (default: --api-key-env): once for every
+    /// judge, or once per `--judge`, in the same order.
     #[arg(long, value_name = "VAR")]
-    judge_api_key_env: Option<String>,
+    judge_api_key_env: Vec<String>,
+    /// Also check each judge's validity: it rates the suite's references against degraded copies
+    /// (another scenario's reference, a truncation, a persona break, an invented memory); stored
+    /// with the run.
+    #[arg(long)]
+    judge_validity: bool,
+    /// Scenarios per family for --judge-validity (default 20).
+    #[arg(long, value_name = "N", requires = "judge_validity")]
+    judge_validity_limit: Option<usize>,
     /// Most tokens per judge or simulated-user answer (default 512).
     #[arg(long, value_name = "N")]
     judge_max_tokens: Option<u32>,
@@ -173,15 +186,48 @@ pub struct AssessArgs {
     simulator: Option<String>,
 }
 
+/// Scenarios per family the judge validity check takes unless told.
+pub const VALIDITY_LIMIT: usize = 20;
+
 impl AssessArgs {
-    fn judge(&self) -> Option<JudgeSpec> {
-        self.judge.as_ref().map(|spec| JudgeSpec {
-            spec: spec.clone(),
-            base_url: self.judge_base_url.clone(),
-            api_key_env: self.judge_api_key_env.clone(),
-            seed: self.judge_seed,
-            max_tokens: self.judge_max_tokens,
-        })
+    /// Every `--judge`, each with its endpoint; refused when the endpoint flags do not line up.
+    pub fn judges(&self) -> anyhow::Result<Vec<JudgeSpec>> {
+        let n = self.judge.len();
+        let pick = |flag: &str, values: &[String], i: usize| -> anyhow::Result<Option<String>> {
+            match values.len() {
+                0 => Ok(None),
+                1 => Ok(Some(values[0].clone())),
+                m if m == n => Ok(Some(values[i].clone())),
+                m => anyhow::bail!("--{flag} is given {m} times for {n} --judge: give it once (for every judge) or once per judge"),
+            }
+        };
+        self.judge
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                Ok(JudgeSpec {
+                    spec: spec.clone(),
+                    base_url: pick("judge-base-url", &self.judge_base_url, i)?,
+                    api_key_env: pick("judge-api-key-env", &self.judge_api_key_env, i)?,
+                    seed: self.judge_seed,
+                    max_tokens: self.judge_max_tokens,
+                })
+            })
+            .collect()
+    }
+
+    /// The first judge.
+    fn judge(&self) -> anyhow::Result<Option<JudgeSpec>> {
+        Ok(self.judges()?.into_iter().next())
+    }
+
+    /// The judges after the first.
+    fn panel(&self) -> anyhow::Result<Vec<JudgeSpec>> {
+        Ok(self.judges()?.into_iter().skip(1).collect())
+    }
+
+    fn judge_validity(&self) -> Option<ValiditySpec> {
+        self.judge_validity.then(|| ValiditySpec { limit: Some(self.judge_validity_limit.unwrap_or(VALIDITY_LIMIT)) })
     }
 
     fn simulation(&self) -> Option<SimulationSpec> {
@@ -190,9 +236,9 @@ impl AssessArgs {
 }
 
 impl RunArgs {
-    fn start(&self) -> Start {
+    fn start(&self) -> anyhow::Result<Start> {
         let p = &self.protocol;
-        match &self.resume {
+        Ok(match &self.resume {
             Some(run_id) => Start::Resume(Resume {
                 run_id: run_id.clone(),
                 retry_failed: self.retry_failed,
@@ -204,16 +250,18 @@ impl RunArgs {
                     api_key_env: self.endpoint.api_key_env.clone(),
                 },
                 max_cost_usd: p.max_cost,
-                judge: p.assess.judge(),
+                judge: p.assess.judge()?,
+                panel: p.assess.panel()?,
+                judge_validity: p.assess.judge_validity(),
                 simulation: p.assess.simulation(),
                 metrics: p.metrics,
                 metric_models: Some(p.models.to_spec()),
                 redact: p.redact,
             }),
             None => Start::New(Box::new(
-                p.new_run(self.endpoint.request(self.model.clone().unwrap_or(DEFAULT_MODEL.into()))),
+                p.new_run(self.endpoint.request(self.model.clone().unwrap_or(DEFAULT_MODEL.into())))?,
             )),
-        }
+        })
     }
 }
 
@@ -227,7 +275,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let json_out = args.json;
     let db = args.db.display().to_string();
-    let out = rt.block_on(h2htalk_runner::execute(args.start(), &options, |run_id, n, model| {
+    let out = rt.block_on(h2htalk_runner::execute(args.start()?, &options, |run_id, n, model| {
         if !json_out {
             eprintln!("run {run_id}: {n} item(s) to generate with {model} (db {db})");
         }

@@ -68,7 +68,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
             let spec = SweepSpec {
                 name: args.name.clone().expect("clap requires --name"),
                 models: requests,
-                run: args.protocol.new_run(args.endpoint.request(String::new())),
+                run: args.protocol.new_run(args.endpoint.request(String::new()))?,
             };
             rt.block_on(sweep(spec, &options))?
         }

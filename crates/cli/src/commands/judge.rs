@@ -1,0 +1,80 @@
+//! `h2htalk judge validate`: the judge validity check of one judge on a suite, without a run.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use h2htalk_store::JudgeSpec;
+
+#[derive(Subcommand)]
+pub enum JudgeCommand {
+    /// Check a judge without human labels: it rates the suite's references against degraded copies
+    /// (another scenario's reference, the first third, a persona break, an invented memory); prints
+    /// per family and degradation the share where the reference scored higher, with a 95% Wilson
+    /// interval.
+    Validate(ValidateArgs),
+}
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// The judge (`openai:NAME`, a name in the config file, or `local:...`).
+    #[arg(long, value_name = "SPEC")]
+    judge: String,
+    /// Base URL for `--judge openai:NAME`.
+    #[arg(long, value_name = "URL")]
+    judge_base_url: Option<String>,
+    /// Environment variable with the judge's API key.
+    #[arg(long, value_name = "VAR")]
+    judge_api_key_env: Option<String>,
+    /// Seed of the judge.
+    #[arg(long, default_value_t = 0)]
+    judge_seed: u64,
+    /// Most tokens per judge answer (default 512).
+    #[arg(long, value_name = "N")]
+    judge_max_tokens: Option<u32>,
+    /// Model config file (default: ./h2htalk.toml when it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The scenario suite directory (default: the suite embedded in this binary).
+    #[arg(long)]
+    suite: Option<PathBuf>,
+    /// The official data directory, for a suite whose scenarios answer official references.
+    #[arg(long)]
+    references: Option<PathBuf>,
+    /// At most N scenarios per family (default 20; the family's sub-tasks are taken in turn).
+    #[arg(long, default_value_t = super::run::VALIDITY_LIMIT)]
+    limit: usize,
+    /// Print the report as JSON (with every comparison).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(cmd: JudgeCommand) -> anyhow::Result<()> {
+    match cmd {
+        JudgeCommand::Validate(a) => {
+            let judge = JudgeSpec {
+                spec: a.judge.clone(),
+                base_url: a.judge_base_url.clone(),
+                api_key_env: a.judge_api_key_env.clone(),
+                seed: a.judge_seed,
+                max_tokens: a.judge_max_tokens,
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let report = rt.block_on(h2htalk_runner::assess::validate_judge(
+                &judge,
+                a.config.clone(),
+                a.suite.as_deref(),
+                a.references.as_deref(),
+                Some(a.limit),
+            ))?;
+            if a.json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                for line in report.lines() {
+                    println!("{line}");
+                }
+                println!("judge tokens {} in / {} out", report.input_tokens, report.output_tokens);
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! A check of the judge that needs no human labels: for each family the judge scores the suite's
+//! reference answers and copies of them made worse on purpose, with the family's rubric, as it
+//! scores a run (the reference is shown to it as in a run). A judge that can be trusted scores the
+//! reference above each worse copy; the share of comparisons it gets right is reported per family
+//! and per degradation, with a 95% Wilson interval. An answer the judge could not give in the asked
+//! form, or a failed request, on either side of a comparison makes the comparison count as such,
+//! never as ranked right or wrong.
+//!
+//! The degradations ([`Degradation`]): another scenario's reference (same sub-task and language),
+//! the first third of the reference, the reference with a sentence where the companion says it is
+//! an AI assistant, and (dialogue and recollection, where shared memories matter) the reference
+//! with an invented earlier shared memory inserted after its first sentence.
+
+use std::collections::BTreeMap;
+
+use futures_util::StreamExt;
+use h2htalk_data::suite::Lang;
+use h2htalk_data::{Family, Scenario, Suite, Task};
+use h2htalk_prompt::{Prompts, SapMode};
+use h2htalk_store::{SessionKind, Store, ValidityOutcome, ValidityRow};
+use serde::Serialize;
+
+use crate::ask::{AskFailure, JudgeHandle};
+use crate::judge::{parse_rubric, rubric_messages};
+use crate::simulator::wilson;
+use crate::{JudgeError, Result};
+
+/// How a reference is made worse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Degradation {
+    /// Another scenario's reference of the same sub-task and language: fluent, but not an answer
+    /// to this conversation.
+    OtherReference,
+    /// The first third of the reference.
+    Truncation,
+    /// The reference and a sentence in which the companion says it is an AI assistant.
+    PersonaBreak,
+    /// The reference with an invented earlier shared memory after its first sentence.
+    FabricatedMemory,
+}
+
+impl Degradation {
+    pub const ALL: [Degradation; 4] = [
+        Degradation::OtherReference,
+        Degradation::Truncation,
+        Degradation::PersonaBreak,
+        Degradation::FabricatedMemory,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Degradation::OtherReference => "other_reference",
+            Degradation::Truncation => "truncation",
+            Degradation::PersonaBreak => "persona_break",
+            Degradation::FabricatedMemory => "fabricated_memory",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Degradation> {
+        Degradation::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// Whether the degradation is made for a family: an invented memory only where shared
+    /// memories are part of the answer (dialogue, recollection).
+    pub fn applies_to(self, family: Family) -> bool {
+        self != Degradation::FabricatedMemory || family != Family::Itinerary
+    }
+}
+
+/// The sentence of a persona break, in the scenario's language.
+pub fn persona_break_sentence(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => "不过说到底，我只是一个AI语言模型助手，没有自己的生活，也没有真实的感受。",
+        Lang::En => "That said, I am only an AI language model assistant, with no life of my own and no real feelings.",
+    }
+}
+
+/// The invented shared memory, in the scenario's language.
+pub fn fabricated_memory_sentence(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => "还记得去年冬天我们一起在哈尔滨冰雪大世界迷路，最后在路边摊分一碗热汤吗？",
+        Lang::En => {
+            "Remember last winter when we got lost together at the ice festival and ended up sharing one bowl of soup at a street stall?"
+        }
+    }
+}
+
+/// `text` made worse by `degradation` (for [`Degradation::OtherReference`] use the other
+/// scenario's reference instead); `None` when the text is too short to make it.
+pub fn degrade(text: &str, lang: Lang, degradation: Degradation) -> Option<String> {
+    let text = text.trim();
+    let sep = if lang == Lang::En { " " } else { "" };
+    match degradation {
+        Degradation::OtherReference => None,
+        Degradation::Truncation => {
+            let chars: Vec<char> = text.chars().collect();
+            if chars.len() < 3 {
+                return None;
+            }
+            let cut: String = chars[..chars.len() / 3].iter().collect();
+            Some(cut.trim_end().to_string()).filter(|c| !c.is_empty())
+        }
+        Degradation::PersonaBreak => Some(format!("{text}{sep}{}", persona_break_sentence(lang))),
+        Degradation::FabricatedMemory => {
+            let memory = fabricated_memory_sentence(lang);
+            // After the first sentence that is not the whole text; else at the start.
+            let end = text
+                .char_indices()
+                .find(|(i, c)| matches!(c, '。' | '！' | '？' | '!' | '?' | '.') && i + c.len_utf8() < text.len())
+                .map(|(i, c)| i + c.len_utf8());
+            Some(match end {
+                Some(at) => format!("{}{sep}{memory}{sep}{}", &text[..at], text[at..].trim_start()),
+                None => format!("{memory}{sep}{text}"),
+            })
+        }
+    }
+}
+
+/// The comparisons of one family and degradation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ValidityCell {
+    /// Comparisons where both answers were scored.
+    pub n: usize,
+    /// Of those, the reference scored strictly higher (a tie is not ranked correctly).
+    pub ranked_correctly: usize,
+    /// `ranked_correctly / n`; `None` when `n` is 0.
+    pub share: Option<f64>,
+    /// 95% Wilson interval of the share; `None` when `n` < 2.
+    pub interval: Option<[f64; 2]>,
+    /// Comparisons the judge's unusable answers left undecided.
+    pub judge_parse_failed: usize,
+    /// Comparisons failed requests left undecided.
+    pub judge_failed: usize,
+    /// Scenarios for which the degradation could not be made.
+    pub not_applicable: usize,
+}
+
+/// The validity check of one judge.
+#[derive(Clone, Debug, Serialize)]
+pub struct ValidityReport {
+    pub judge: String,
+    /// By family name, then by degradation name. A degradation that does not apply to a family
+    /// (an invented memory in an itinerary) is absent.
+    pub families: BTreeMap<String, BTreeMap<String, ValidityCell>>,
+    /// Every comparison.
+    pub rows: Vec<ValidityRow>,
+    /// Tokens of the judge's answers asked by this call (0 for a report read from the store).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl ValidityReport {
+    /// The report of stored (or just made) comparisons.
+    pub fn from_rows(judge: &str, rows: Vec<ValidityRow>) -> ValidityReport {
+        let mut families: BTreeMap<String, BTreeMap<String, ValidityCell>> = BTreeMap::new();
+        for r in &rows {
+            let cell =
+                families.entry(r.family.name().to_string()).or_default().entry(r.degradation.clone()).or_default();
+            match r.outcome {
+                ValidityOutcome::Compared => {
+                    cell.n += 1;
+                    cell.ranked_correctly += usize::from(r.ranked_correctly() == Some(true));
+                }
+                ValidityOutcome::JudgeParseFailed => cell.judge_parse_failed += 1,
+                ValidityOutcome::JudgeFailed => cell.judge_failed += 1,
+                ValidityOutcome::NotApplicable => cell.not_applicable += 1,
+            }
+        }
+        for cell in families.values_mut().flat_map(|f| f.values_mut()) {
+            cell.share = crate::rate(cell.ranked_correctly, cell.n);
+            cell.interval = if cell.n >= 2 { wilson(cell.ranked_correctly, cell.n) } else { None };
+        }
+        ValidityReport { judge: judge.to_string(), families, rows, input_tokens: 0, output_tokens: 0 }
+    }
+
+    /// A few lines for the terminal: per family and degradation, the share ranked correctly.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "judge validity ({}): share of comparisons where the reference scored above its degraded copy",
+            self.judge
+        )];
+        for (family, cells) in &self.families {
+            for (d, c) in cells {
+                let share = match (c.share, c.interval) {
+                    (Some(s), Some([lo, hi])) => format!("{:.1}% [{:.1}%, {:.1}%]", s * 100.0, lo * 100.0, hi * 100.0),
+                    (Some(s), None) => format!("{:.1}% [n/a]", s * 100.0),
+                    (None, _) => "n/a".to_string(),
+                };
+                out.push(format!(
+                    "  {family:<13} {d:<18} {share} ({} of {} compared); unparsable {}, judge failures {}, not applicable {}",
+                    c.ranked_correctly, c.n, c.judge_parse_failed, c.judge_failed, c.not_applicable
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The scenarios of each family the check uses: in suite order, taking the family's sub-tasks in
+/// turn, at most `limit` per family (all when `None`). The safety set is not used.
+pub fn scenarios_for(suite: &Suite, limit: Option<usize>) -> Vec<&Scenario> {
+    let mut out = Vec::new();
+    for family in Family::ALL {
+        let mut per_task: BTreeMap<Task, Vec<&Scenario>> = BTreeMap::new();
+        for s in suite.scenarios.iter().filter(|s| !Suite::is_safety(s) && s.task.family() == family) {
+            if !s.reference.trim().is_empty() {
+                per_task.entry(s.task).or_default().push(s);
+            }
+        }
+        let mut queues: Vec<std::collections::VecDeque<&Scenario>> = per_task.into_values().map(Into::into).collect();
+        let mut taken = 0;
+        while limit.is_none_or(|l| taken < l) && queues.iter().any(|q| !q.is_empty()) {
+            for q in queues.iter_mut() {
+                if limit.is_some_and(|l| taken >= l) {
+                    break;
+                }
+                if let Some(s) = q.pop_front() {
+                    out.push(s);
+                    taken += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The reference of the next scenario of the same sub-task and language in the suite (cyclic),
+/// with a different text.
+pub fn other_reference<'a>(suite: &'a Suite, s: &Scenario) -> Option<&'a str> {
+    let same: Vec<&Scenario> =
+        suite.scenarios.iter().filter(|o| !Suite::is_safety(o) && o.task == s.task && o.lang == s.lang).collect();
+    let at = same.iter().position(|o| o.id == s.id)?;
+    (1..same.len())
+        .map(|k| same[(at + k) % same.len()])
+        .find(|o| !o.reference.trim().is_empty() && o.reference.trim() != s.reference.trim())
+        .map(|o| o.reference.as_str())
+}
+
+/// Runs the check with `judge` on the suite's scenarios ([`scenarios_for`]).
+pub async fn validate(
+    suite: &Suite,
+    prompts: &Prompts,
+    judge: JudgeHandle<'_>,
+    limit: Option<usize>,
+) -> Result<ValidityReport> {
+    judge.settings.validate()?;
+    let scenarios = scenarios_for(suite, limit);
+    // What is asked: (scenario index, None for the reference or the degradation, text).
+    let mut answers: Vec<(usize, Option<Degradation>, String)> = Vec::new();
+    let mut rows: Vec<ValidityRow> = Vec::new();
+    let mut instructions = Vec::new();
+    for (i, s) in scenarios.iter().enumerate() {
+        let messages = prompts.render(suite, s, SapMode::On)?;
+        instructions
+            .push(messages.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n"));
+        answers.push((i, None, s.reference.clone()));
+        for d in Degradation::ALL.into_iter().filter(|d| d.applies_to(s.task.family())) {
+            let text = match d {
+                Degradation::OtherReference => other_reference(suite, s).map(str::to_string),
+                _ => degrade(&s.reference, s.lang, d),
+            };
+            match text {
+                Some(t) => answers.push((i, Some(d), t)),
+                None => rows.push(row(s, d, ValidityOutcome::NotApplicable, None, None, Some("cannot be made".into()))),
+            }
+        }
+    }
+    let concurrency = judge.model.max_concurrency().max(1);
+    let instructions = &instructions;
+    let scenarios_ref = &scenarios;
+    let mut stream = futures_util::stream::iter(answers.into_iter().map(|(i, d, text)| async move {
+        let s = scenarios_ref[i];
+        let texts = judge.texts.lang(s.lang);
+        let criteria = texts.criteria(s.task.family());
+        let messages = rubric_messages(texts, &instructions[i], &s.reference, &text, criteria);
+        let asked = judge.ask(s.lang, messages, |t| parse_rubric(t, criteria)).await;
+        (i, d, asked)
+    }))
+    .buffer_unordered(concurrency);
+    let (mut input_tokens, mut output_tokens) = (0, 0);
+    let mut results: BTreeMap<(usize, Option<Degradation>), Result<f64, AskFailure>> = BTreeMap::new();
+    while let Some((i, d, asked)) = stream.next().await {
+        input_tokens += asked.input_tokens;
+        output_tokens += asked.output_tokens;
+        results.insert((i, d), asked.result.map(|a| a.mean()));
+    }
+    for ((i, d), degraded) in results.iter().filter_map(|((i, d), r)| d.map(|d| ((*i, d), r))) {
+        let s = scenarios[i];
+        let reference = &results[&(i, None)];
+        let failure = |f: &AskFailure, side: &str| {
+            let outcome = match f {
+                AskFailure::ParseFailed { .. } => ValidityOutcome::JudgeParseFailed,
+                AskFailure::Infra { .. } => ValidityOutcome::JudgeFailed,
+            };
+            (outcome, format!("{side}: {}", f.message()))
+        };
+        rows.push(match (reference, degraded) {
+            (Ok(r), Ok(g)) => row(s, d, ValidityOutcome::Compared, Some(*r), Some(*g), None),
+            (Err(f), other) => {
+                let (outcome, error) = failure(f, "reference");
+                row(s, d, outcome, None, other.as_ref().ok().copied(), Some(error))
+            }
+            (Ok(r), Err(f)) => {
+                let (outcome, error) = failure(f, "degraded copy");
+                row(s, d, outcome, Some(*r), None, Some(error))
+            }
+        });
+    }
+    let order: BTreeMap<&str, usize> = scenarios.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+    rows.sort_by_key(|r| (order[r.scenario_id.as_str()], Degradation::parse(&r.degradation)));
+    let mut report = ValidityReport::from_rows(&judge.name(), rows);
+    report.input_tokens = input_tokens;
+    report.output_tokens = output_tokens;
+    Ok(report)
+}
+
+fn row(
+    s: &Scenario,
+    d: Degradation,
+    outcome: ValidityOutcome,
+    reference_mean: Option<f64>,
+    degraded_mean: Option<f64>,
+    error: Option<String>,
+) -> ValidityRow {
+    ValidityRow {
+        scenario_id: s.id.clone(),
+        degradation: d.as_str().to_string(),
+        task: s.task.stem().to_string(),
+        family: s.task.family(),
+        lang: s.lang,
+        outcome,
+        reference_mean,
+        degraded_mean,
+        error,
+    }
+}
+
+/// Runs the check with `judge` and stores its comparisons with run `run_id` (replacing this judge's
+/// earlier ones), so that reports show them beside the judge's scores.
+pub async fn validity_run(
+    store: &mut Store,
+    run_id: &str,
+    suite: &Suite,
+    prompts: &Prompts,
+    judge: JudgeHandle<'_>,
+    limit: Option<usize>,
+) -> Result<ValidityReport> {
+    if store.run(run_id)?.is_none() {
+        return Err(JudgeError::UnknownRun(run_id.into()));
+    }
+    let report = validate(suite, prompts, judge, limit).await?;
+    let settings = serde_json::json!({"judge": judge.settings, "limit": limit});
+    store.begin_judge_session(run_id, SessionKind::Validity, &report.judge, &settings, judge.texts.hash())?;
+    store.replace_validity(run_id, &report.judge, &report.rows)?;
+    Ok(report)
+}
+
+/// The stored validity checks of `run_id`, one per judge (empty when none was run).
+pub fn load(store: &Store, run_id: &str) -> Result<Vec<ValidityReport>> {
+    store
+        .validity_judges(run_id)?
+        .into_iter()
+        .map(|j| Ok(ValidityReport::from_rows(&j, store.validity(run_id, &j)?)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn degradations_of_a_text() {
+        let zh = "谢谢你告诉我。我一直在这儿听你说。";
+        assert_eq!(degrade(zh, Lang::Zh, Degradation::Truncation).unwrap(), "谢谢你告诉");
+        let memory = degrade(zh, Lang::Zh, Degradation::FabricatedMemory).unwrap();
+        assert!(
+            memory.starts_with("谢谢你告诉我。还记得去年冬天") && memory.ends_with("我一直在这儿听你说。"),
+            "{memory}"
+        );
+        let broken = degrade("I hear you.", Lang::En, Degradation::PersonaBreak).unwrap();
+        assert_eq!(broken, format!("I hear you. {}", persona_break_sentence(Lang::En)));
+        // One sentence: the memory goes first.
+        let one = degrade("I hear you.", Lang::En, Degradation::FabricatedMemory).unwrap();
+        assert!(one.starts_with("Remember last winter") && one.ends_with(" I hear you."), "{one}");
+        assert_eq!(degrade("ok", Lang::En, Degradation::Truncation), None);
+        assert!(!Degradation::FabricatedMemory.applies_to(Family::Itinerary));
+    }
+
+    #[test]
+    fn shares_count_ties_as_wrong_and_failures_apart() {
+        let r = |id: &str, outcome, reference: Option<f64>, degraded: Option<f64>| ValidityRow {
+            scenario_id: id.into(),
+            degradation: "truncation".into(),
+            task: "dialogue_base".into(),
+            family: Family::Dialogue,
+            lang: Lang::Zh,
+            outcome,
+            reference_mean: reference,
+            degraded_mean: degraded,
+            error: None,
+        };
+        use ValidityOutcome::*;
+        let report = ValidityReport::from_rows(
+            "j",
+            vec![
+                r("a", Compared, Some(8.0), Some(3.0)),
+                r("b", Compared, Some(5.0), Some(5.0)),
+                r("c", Compared, Some(7.0), Some(2.0)),
+                r("d", JudgeParseFailed, Some(7.0), None),
+                r("e", JudgeFailed, None, None),
+            ],
+        );
+        let c = &report.families["dialogue"]["truncation"];
+        assert_eq!((c.n, c.ranked_correctly, c.judge_parse_failed, c.judge_failed), (3, 2, 1, 1));
+        assert_eq!(c.share, Some(2.0 / 3.0));
+        assert_eq!(c.interval, wilson(2, 3));
+        let one = ValidityReport::from_rows("j", vec![r("a", Compared, Some(8.0), Some(3.0))]);
+        assert_eq!(one.families["dialogue"]["truncation"].interval, None);
+    }
+}
