@@ -220,4 +220,3 @@ pub async fn generate(
         elapsed_s: started.elapsed().as_secs_f64(),
     })
 }
-

@@ -221,7 +221,9 @@ impl Store {
                 Self::open_reader(path)
             }
             Some(v) => Err(schema::too_new(&p, v)),
-            None => Err(StoreError::Version { path: p, message: "not an h2htalk run store (no schema version)".into() }),
+            None => {
+                Err(StoreError::Version { path: p, message: "not an h2htalk run store (no schema version)".into() })
+            }
         }
     }
 
@@ -376,7 +378,9 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         let raw: Vec<RawRecord> = stmt
-            .query_map([run_id], |r| (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord))
+            .query_map([run_id], |r| {
+                (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord)
+            })
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))?;
@@ -586,10 +590,32 @@ impl Store {
                  WHERE j.run_id = ?1 AND j.judge = ?2 ORDER BY i.ord, j.scenario_id",
             )
             .map_err(|e| self.err(e))?;
-        type Raw = (String, String, String, String, Option<String>, Option<f64>, Option<String>, i64, Option<String>, Option<String>);
+        type Raw = (
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<f64>,
+            Option<String>,
+            i64,
+            Option<String>,
+            Option<String>,
+        );
         let raw: Vec<Raw> = stmt
             .query_map(params![run_id, judge], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                ))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
@@ -601,7 +627,11 @@ impl Store {
                 let scores: Option<std::collections::BTreeMap<String, u8>> =
                     d.opt_json(&id, "judge_scores.scores", scores)?;
                 if outcome == JudgeOutcome::Scored && (scores.as_ref().is_none_or(|s| s.is_empty()) || mean.is_none()) {
-                    return Err(d.corrupt(Some(&id), "judge_scores.scores", "a scored judgment without scores or mean"));
+                    return Err(d.corrupt(
+                        Some(&id),
+                        "judge_scores.scores",
+                        "a scored judgment without scores or mean",
+                    ));
                 }
                 Ok(JudgeScore {
                     family: d.text(&id, "judge_scores.family", &family, h2htalk_data::Family::from_name)?,
@@ -675,6 +705,101 @@ impl Store {
             .collect()
     }
 
+    /// Records who judges the pair `run_a`/`run_b` pairwise how. When the same judge judged the pair
+    /// before with other settings or other prompts, its earlier judgments of the pair are deleted
+    /// (they would not be comparable) and `true` is returned; judgments made with the same settings
+    /// and prompts are kept, so that they need not be asked again.
+    pub fn begin_pair_session(
+        &mut self,
+        judge: &str,
+        run_a: &str,
+        run_b: &str,
+        settings: &Value,
+        prompt_hash: &str,
+    ) -> StoreResult<bool> {
+        let settings = settings.to_string();
+        let path = self.path.clone();
+        let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
+        let tx = self.tx()?;
+        let earlier: Option<(String, String)> = tx
+            .query_row(
+                "SELECT settings, prompt_hash FROM pairwise_sessions WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
+                params![judge, run_a, run_b],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(e)?;
+        // Judgments without a session (written before sessions were recorded) cannot be matched to
+        // settings and prompts: they are judged again too.
+        let same = matches!(&earlier, Some((s, h)) if *s == settings && h == prompt_hash);
+        let restarted = earlier.is_some() && !same;
+        if !same {
+            tx.execute(
+                "DELETE FROM pairwise_judgments WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
+                params![judge, run_a, run_b],
+            )
+            .map_err(e)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO pairwise_sessions (judge, run_a, run_b, settings, prompt_hash, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![judge, run_a, run_b, settings, prompt_hash, now()],
+            )
+            .map_err(e)?;
+        }
+        tx.commit().map_err(e)?;
+        Ok(restarted)
+    }
+
+    /// The settings and prompt hash `judge` judged the pair `run_a`/`run_b` with (`None`: never,
+    /// or a store written before pairwise sessions were recorded).
+    pub fn pair_session(&self, judge: &str, run_a: &str, run_b: &str) -> StoreResult<Option<JudgeSession>> {
+        if !self.has_table("pairwise_sessions")? {
+            return Ok(None);
+        }
+        let raw: Option<(String, String, String)> = self
+            .conn
+            .query_row(
+                "SELECT settings, prompt_hash, created_at FROM pairwise_sessions \
+                 WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
+                params![judge, run_a, run_b],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let run = format!("{run_a}` vs `{run_b}");
+        let d = self.decoder(&run);
+        raw.map(|(settings, prompt_hash, created_at)| {
+            Ok(JudgeSession {
+                settings: d.json(None, "pairwise_sessions.settings", &settings)?,
+                prompt_hash,
+                created_at,
+            })
+        })
+        .transpose()
+    }
+
+    /// The judges that judged the pair `run_a`/`run_b` pairwise, oldest first.
+    pub fn pair_judges(&self, run_a: &str, run_b: &str) -> StoreResult<Vec<String>> {
+        if !self.has_table("pairwise_sessions")? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT judge FROM pairwise_sessions WHERE run_a = ?1 AND run_b = ?2 ORDER BY created_at, judge")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params![run_a, run_b], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    fn has_table(&self, name: &str) -> StoreResult<bool> {
+        self.conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [name], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
     // ---- safety -----------------------------------------------------------------------------
 
     /// Replaces the safety verdicts of `run_id` by `judge`.
@@ -682,7 +807,8 @@ impl Store {
         let path = self.path.clone();
         let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
         let tx = self.tx()?;
-        tx.execute("DELETE FROM safety_verdicts WHERE run_id = ?1 AND judge = ?2", params![run_id, judge]).map_err(e)?;
+        tx.execute("DELETE FROM safety_verdicts WHERE run_id = ?1 AND judge = ?2", params![run_id, judge])
+            .map_err(e)?;
         for v in rows {
             tx.execute(
                 "INSERT INTO safety_verdicts (run_id, judge, scenario_id, lang, risk, verdict, rules, judgment, reason) \
@@ -778,11 +904,22 @@ impl Store {
                  FROM simulations WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.err(e))?;
-        type Raw =
-            (i64, String, i64, String, String, Option<String>, String, String, String, Option<String>, String);
+        type Raw = (i64, String, i64, String, String, Option<String>, String, String, String, Option<String>, String);
         let raw: Vec<Raw> = stmt
             .query_map([run_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                    r.get(10)?,
+                ))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
@@ -859,8 +996,10 @@ impl Store {
         TABLES
             .into_iter()
             .map(|t| {
-                let n: i64 =
-                    self.conn.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0)).map_err(|e| self.err(e))?;
+                let n: i64 = self
+                    .conn
+                    .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+                    .map_err(|e| self.err(e))?;
                 Ok((t, n as u64))
             })
             .collect()
@@ -889,7 +1028,9 @@ impl Store {
                 &format!("UPDATE {table} SET {column} = ?3 WHERE run_id = ?1 AND scenario_id = ?2"),
                 params![run_id, item, value],
             ),
-            None => self.conn.execute(&format!("UPDATE {table} SET {column} = ?2 WHERE id = ?1"), params![run_id, value]),
+            None => {
+                self.conn.execute(&format!("UPDATE {table} SET {column} = ?2 WHERE id = ?1"), params![run_id, value])
+            }
         }
         .map_err(|e| self.err(e));
         self.conn.execute_batch("PRAGMA ignore_check_constraints = OFF;").map_err(|e| self.err(e))?;
@@ -1022,7 +1163,12 @@ impl RawRecord {
                         .int(d, id, 12)?
                         .ok_or_else(|| d.corrupt(Some(id), "generations.attempts", "is missing (NULL)"))?
                         as u32,
-                    error_kind: d.opt_text(id, "generations.error_kind", self.text(d, id, 13)?, h2htalk_llm::FaultKind::parse)?,
+                    error_kind: d.opt_text(
+                        id,
+                        "generations.error_kind",
+                        self.text(d, id, 13)?,
+                        h2htalk_llm::FaultKind::parse,
+                    )?,
                     error_message: self.text(d, id, 14)?,
                     faults,
                 })
@@ -1041,7 +1187,11 @@ impl RawRecord {
                     ));
                 }
                 if !outcome.has_values() && !metrics.is_empty() {
-                    return Err(d.corrupt(Some(id), "scores.metrics", "a dropped item carries metric values; rescore the run"));
+                    return Err(d.corrupt(
+                        Some(id),
+                        "scores.metrics",
+                        "a dropped item carries metric values; rescore the run",
+                    ));
                 }
                 Some(Score { scenario_id: id.to_string(), outcome, metrics, signature: self.required_text(d, id, 18)? })
             }

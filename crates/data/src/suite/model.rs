@@ -608,5 +608,3 @@ pub struct Scenario {
     #[serde(skip)]
     pub source: Source,
 }
-
-
