@@ -1,5 +1,6 @@
 //! Command-line definitions and dispatch.
 
+mod compare;
 mod data;
 mod metric_models;
 mod models;
@@ -25,6 +26,9 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Write leaderboards (Markdown, CSV, JSON) and a self-contained HTML report of stored runs.
     Report(report::ReportArgs),
+    /// Judge stored runs against each other, pair by pair in both orders, and rank them
+    /// (Bradley-Terry); judgments already stored by the same judge are reused.
+    Compare(Box<compare::CompareArgs>),
     /// List, show and export stored runs.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -48,6 +52,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(*args),
         Command::Runs(cmd) => runs::run(cmd),
         Command::Score(args) => score::run(args),
         Command::Data(cmd) => data::run(cmd),
