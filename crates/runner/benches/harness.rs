@@ -79,7 +79,7 @@ async fn harness(url: &str, n: usize) -> f64 {
 /// Items/s of a bare loop: the same client and concurrency, no scheduler, no store.
 async fn bare(url: &str, n: usize) -> f64 {
     let model = client(url);
-    let work: Arc<Vec<ItemRow>> = Arc::new(items(n));
+    let work: Arc<Vec<Item>> = Arc::new(items(n));
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let tasks: Vec<_> = (0..CONCURRENCY)
