@@ -96,8 +96,9 @@ fn main() {
         while slots[i] != 0 {
             i = if i + 1 == slot_count { 0 } else { i + 1 };
         }
-        slots[i] =
-            key | ((child as u64) << KEY_BITS) | if has_children[child as usize] { HAS_CHILDREN_SLOT } else { 0 };
+        slots[i] = key
+            | ((child as u64) << KEY_BITS)
+            | if has_children[child as usize] { HAS_CHILDREN_SLOT } else { 0 };
     }
 
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));

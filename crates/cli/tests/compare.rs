@@ -115,7 +115,6 @@ fn compare_counts_per_family_ranks_and_asks_only_once() {
     // are read from the other side.
     let out = compare(&db, &judge, &[&ry, &rx, &rz], &[]);
     let table = common::stdout(&out);
-    eprintln!("{table}");
     assert_eq!(requests(), 36, "{table}");
     assert!(table.contains("0 item(s) asked now, 18 taken from the store"), "{table}");
     assert!(table.contains(&format!("{ry} (A) vs {rx} (B): 6 item(s) in both")), "{table}");

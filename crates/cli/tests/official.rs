@@ -65,12 +65,7 @@ fn the_official_set_answers_every_line_and_passes_its_gates() {
     assert_eq!(check.give_away.len(), 11, "{check}");
     for row in &check.give_away {
         assert!(row.bound.is_some(), "{}: no bound\n{check}", row.task);
-        assert!(
-            row.over.is_empty(),
-            "{}: over the give-away bound: {:?}\n{check}",
-            row.task,
-            &row.over[..row.over.len().min(5)]
-        );
+        assert!(row.over.is_empty(), "{}: over the give-away bound: {:?}\n{check}", row.task, &row.over[..row.over.len().min(5)]);
     }
     // Recollection: every listed memory is in its conversation; 264 items hold nothing to remember.
     assert_eq!(check.no_key_information_items, 264, "{check}");
@@ -93,9 +88,7 @@ fn the_official_set_answers_every_line_and_passes_its_gates() {
         v.sort();
         v[v.len() / 2]
     };
-    assert!(
-        median(listed.iter().map(|s| user_chars(s)).collect()) > median(nki.iter().map(|s| user_chars(s)).collect())
-    );
+    assert!(median(listed.iter().map(|s| user_chars(s)).collect()) > median(nki.iter().map(|s| user_chars(s)).collect()));
 }
 
 #[test]
@@ -120,8 +113,7 @@ fn two_line_suite(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(suite.join("scenarios")).unwrap();
     std::fs::create_dir_all(suite.join("personas")).unwrap();
     let inherit = root().join("suites").canonicalize().unwrap();
-    std::fs::write(suite.join("suite.json"), serde_json::json!({"name": "two", "inherit": inherit}).to_string())
-        .unwrap();
+    std::fs::write(suite.join("suite.json"), serde_json::json!({"name": "two", "inherit": inherit}).to_string()).unwrap();
     let lines: Vec<String> = std::fs::read_to_string(official_suite().join("scenarios/dialogue_base.jsonl"))
         .unwrap()
         .lines()
@@ -167,10 +159,7 @@ fn a_changed_or_missing_reference_is_an_error_naming_stem_and_line() {
     std::fs::remove_file(changed.join("dialogue_base.jsonl")).unwrap();
     std::fs::copy(refs.join("itinerary_basic.jsonl"), changed.join("itinerary_basic.jsonl")).unwrap();
     let err = load_suite_with(&suite, Some(&changed)).unwrap_err().to_string();
-    assert!(
-        err.contains("official reference dialogue_base line 1") && err.contains("has no dialogue_base.jsonl"),
-        "{err}"
-    );
+    assert!(err.contains("official reference dialogue_base line 1") && err.contains("has no dialogue_base.jsonl"), "{err}");
 
     // No reference directory at all: the error says how to give one.
     let out = h2htalk(&["suite", "check", "--suite", suite.to_str().unwrap(), "--references", "/nonexistent/refs"]);
@@ -243,8 +232,13 @@ fn a_run_of_the_official_set_scores_as_score_scores_its_export() {
 
     // Without --partial the official files want every line: refused, naming what is missing.
     let predictions = export.join("predictions");
-    let full =
-        h2htalk(&["score", "--references", refs.to_str().unwrap(), "--predictions", predictions.to_str().unwrap()]);
+    let full = h2htalk(&[
+        "score",
+        "--references",
+        refs.to_str().unwrap(),
+        "--predictions",
+        predictions.to_str().unwrap(),
+    ]);
     assert!(!full.status.success());
     let pairs = dir.path().join("pairs.jsonl");
     let scored = h2htalk(&[

@@ -383,20 +383,8 @@ fn priced_config(dir: &Path, url: &str) -> std::path::PathBuf {
 fn priced_run(config: &Path, db: &Path, extra: &[&str]) -> Value {
     let suite = suite();
     let mut args = vec![
-        "run",
-        "--model",
-        "priced",
-        "--config",
-        config.to_str().unwrap(),
-        "--suite",
-        &suite,
-        "--db",
-        db.to_str().unwrap(),
-        "--metrics",
-        "lexical",
-        "--json",
-        "--tasks",
-        "dialogue_base",
+        "run", "--model", "priced", "--config", config.to_str().unwrap(), "--suite", &suite, "--db",
+        db.to_str().unwrap(), "--metrics", "lexical", "--json", "--tasks", "dialogue_base",
     ];
     args.extend_from_slice(extra);
     common::json_of(&h2htalk(&args))
@@ -444,8 +432,7 @@ fn a_resumed_run_keeps_its_spending_and_its_cost_limit() {
     let more = priced_run(&config, &db, &["--resume", &id, "--max-cost", &format!("{}", spent + 0.5)]);
     assert_eq!(more["generated"].as_u64(), Some(2), "{more}");
     let show: Value =
-        serde_json::from_slice(&h2htalk(&["runs", "show", &id, "--db", db.to_str().unwrap(), "--json"]).stdout)
-            .unwrap();
+        serde_json::from_slice(&h2htalk(&["runs", "show", &id, "--db", db.to_str().unwrap(), "--json"]).stdout).unwrap();
     assert_eq!(show["run"]["provenance"]["max_cost_usd"].as_f64(), Some(spent + 0.5));
 }
 
@@ -463,15 +450,7 @@ fn a_resumed_run_uses_a_new_base_url_given_without_model() {
     assert_eq!(first["failed"].as_u64(), Some(1), "{first}");
     let id = first["run_id"].as_str().unwrap();
     let out = h2htalk(&[
-        "run",
-        "--resume",
-        id,
-        "--retry-failed",
-        "--base-url",
-        &b.base_url(),
-        "--db",
-        db.to_str().unwrap(),
-        "--json",
+        "run", "--resume", id, "--retry-failed", "--base-url", &b.base_url(), "--db", db.to_str().unwrap(), "--json",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let again: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -49,9 +49,8 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>> {
 
 /// [`read_file`] as UTF-8 text.
 pub fn read_text(path: &Path) -> Result<String> {
-    String::from_utf8(read_file(path)?).map_err(|e| {
-        DataError::file(path, format!("is not UTF-8 (at byte {}); save it as UTF-8", e.utf8_error().valid_up_to()))
-    })
+    String::from_utf8(read_file(path)?)
+        .map_err(|e| DataError::file(path, format!("is not UTF-8 (at byte {}); save it as UTF-8", e.utf8_error().valid_up_to())))
 }
 
 #[cfg(test)]

@@ -260,12 +260,7 @@ pub fn load_partial_predictions(dir: &Path, references: &TaskDir) -> Result<BTre
                 ));
             };
             if i > expected {
-                return Err(DataError::line(
-                    &path,
-                    p.line,
-                    "index",
-                    format!("{i} is past the last reference ({expected})"),
-                ));
+                return Err(DataError::line(&path, p.line, "index", format!("{i} is past the last reference ({expected})")));
             }
             if by_line.insert(i, p.text).is_some() {
                 return Err(DataError::line(&path, p.line, "index", format!("{i} is given twice")));

@@ -467,8 +467,7 @@ pub async fn safety_run(
     }
     let order: BTreeMap<&str, usize> = records.iter().map(|r| (r.item.scenario_id.as_str(), r.item.ord)).collect();
     verdicts.sort_by_key(|v| order.get(v.scenario_id.as_str()).copied().unwrap_or(usize::MAX));
-    let settings =
-        judge.map_or(serde_json::Value::Null, |j| serde_json::to_value(j.settings).expect("settings serialise"));
+    let settings = judge.map_or(serde_json::Value::Null, |j| serde_json::to_value(j.settings).expect("settings serialise"));
     store.begin_judge_session(run_id, SessionKind::Safety, &judge_name, &settings, &hash)?;
     let rows: Vec<VerdictRow> = verdicts
         .iter()

@@ -235,11 +235,7 @@ impl JudgeTexts {
                 return Err(invalid(
                     en_path,
                     &field,
-                    format!(
-                        "the criteria ids must be those of {} in the same order: {:?}",
-                        zh_path.display(),
-                        ids(&self.zh)
-                    ),
+                    format!("the criteria ids must be those of {} in the same order: {:?}", zh_path.display(), ids(&self.zh)),
                 ));
             }
         }

@@ -85,45 +85,29 @@ async fn infrastructure_failures_are_counted_apart_and_asked_again() {
     let dead = common::client("judge", &format!("http://127.0.0.1:{port}/v1"));
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(1);
-    let report = judge_run(
-        &mut store,
-        "r1",
-        JudgeHandle { model: &dead, scheduler: &scheduler, settings: &settings, texts: common::texts() },
-    )
-    .await
-    .unwrap();
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &dead, scheduler: &scheduler, settings: &settings, texts: common::texts() })
+        .await
+        .unwrap();
     assert_eq!((report.overall.judge_failed, report.overall.scored, report.overall.judge_parse_failed), (1, 0, 0));
     let server = common::server(&[("GOOD-D1-MARK", GOOD_D)]).await;
     let live = common::client("judge", &server.base_url());
-    let report = judge_run(
-        &mut store,
-        "r1",
-        JudgeHandle { model: &live, scheduler: &scheduler, settings: &settings, texts: common::texts() },
-    )
-    .await
-    .unwrap();
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &settings, texts: common::texts() })
+        .await
+        .unwrap();
     assert_eq!((report.judged_now, report.overall.judge_failed, report.overall.scored), (1, 0, 1));
     // Other settings: earlier judgments are dropped, not mixed.
     let other = JudgeSettings::pinned(2);
-    let report = judge_run(
-        &mut store,
-        "r1",
-        JudgeHandle { model: &live, scheduler: &scheduler, settings: &other, texts: common::texts() },
-    )
-    .await
-    .unwrap();
+    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &other, texts: common::texts() })
+        .await
+        .unwrap();
     assert!(report.restarted);
     assert_eq!(report.judged_now, 1);
     // A judge without a seed is refused.
     let mut unpinned = JudgeSettings::pinned(0);
     unpinned.generation.seed = None;
-    let err = judge_run(
-        &mut store,
-        "r1",
-        JudgeHandle { model: &live, scheduler: &scheduler, settings: &unpinned, texts: common::texts() },
-    )
-    .await
-    .unwrap_err();
+    let err = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &unpinned, texts: common::texts() })
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("seed"), "{err}");
 }
 

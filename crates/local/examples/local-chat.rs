@@ -34,12 +34,7 @@ fn main() {
     match rt.block_on(model.chat(&ChatRequest { messages, settings })) {
         Ok(r) => {
             println!("{}", r.text);
-            eprintln!(
-                "[{} | {:?} prompt + {:?} answer tokens]",
-                r.finish_reason.as_str(),
-                r.input_tokens,
-                r.output_tokens
-            );
+            eprintln!("[{} | {:?} prompt + {:?} answer tokens]", r.finish_reason.as_str(), r.input_tokens, r.output_tokens);
         }
         Err(e) => {
             eprintln!("error: {e}");

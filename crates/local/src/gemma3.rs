@@ -426,7 +426,14 @@ impl ModelWeights {
             })
         }
 
-        Ok(Self { context_length, tok_embeddings, embedding_length, layers, norm, output })
+        Ok(Self {
+            context_length,
+            tok_embeddings,
+            embedding_length,
+            layers,
+            norm,
+            output,
+        })
     }
 
     /// The most positions the model (and its rotary tables) can take.

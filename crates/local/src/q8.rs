@@ -66,15 +66,9 @@ impl Q8Matrix {
                 // As candle's (and ggml's) dequantize_row_q5_0 reads it.
                 let qh = u32::from_le_bytes([block[2], block[3], block[4], block[5]]);
                 let nibbles = &block[6..];
-                let low = nibbles
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &q)| ((q & 0x0F) | ((((qh >> j) << 4) & 0x10) as u8)) as i8 - 16);
-                let high: Vec<i8> = nibbles
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &q)| ((q >> 4) | (((qh >> (j + 12)) & 0x10) as u8)) as i8 - 16)
-                    .collect();
+                let low = nibbles.iter().enumerate().map(|(j, &q)| ((q & 0x0F) | ((((qh >> j) << 4) & 0x10) as u8)) as i8 - 16);
+                let high: Vec<i8> =
+                    nibbles.iter().enumerate().map(|(j, &q)| ((q >> 4) | (((qh >> (j + 12)) & 0x10) as u8)) as i8 - 16).collect();
                 qs.extend(low);
                 qs.extend(high);
             }

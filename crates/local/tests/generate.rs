@@ -52,10 +52,7 @@ fn greedy_answers_are_deterministic_in_chinese_and_english() {
         let req = request(&[("user", prompt)], 0.0, 24, 0);
         let a = block_on(model.chat(&req)).unwrap();
         let b = block_on(model.chat(&req)).unwrap();
-        eprintln!(
-            "{prompt} -> {:?} ({:?}, {:?} + {:?} tokens)",
-            a.text, a.finish_reason, a.input_tokens, a.output_tokens
-        );
+        eprintln!("{prompt} -> {:?} ({:?}, {:?} + {:?} tokens)", a.text, a.finish_reason, a.input_tokens, a.output_tokens);
         assert_eq!(a, b, "temperature 0 must give the same answer twice");
         assert!(!a.text.trim().is_empty(), "empty answer to {prompt}");
         assert!(matches!(a.finish_reason, FinishReason::Stop | FinishReason::Length));

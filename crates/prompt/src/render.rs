@@ -40,7 +40,8 @@ impl Prompts {
                 if path.extension().is_none_or(|e| e != "j2") {
                     continue;
                 }
-                let source = h2htalk_data::input::read_text(&path)?;
+                let source =
+                    h2htalk_data::input::read_text(&path)?;
                 let name = format!("{}/{}", lang.code(), path.file_name().unwrap().to_string_lossy());
                 sources.insert(name, source);
             }
@@ -60,8 +61,10 @@ impl Prompts {
             hasher.update(format!("{name}\n{}\n{source}\n", source.len()));
         }
         for (name, source) in sources {
-            env.add_template_owned(name.clone(), source)
-                .map_err(|e| PromptError::Template { path: templates.join(&name), message: format!("{e:#}") })?;
+            env.add_template_owned(name.clone(), source).map_err(|e| PromptError::Template {
+                path: templates.join(&name),
+                message: format!("{e:#}"),
+            })?;
         }
         let sap = Sap::load(&h2htalk_data::suite::part_dir(suite_dir, "sap")?.join("principles.json"))?;
         Ok(Prompts { env, template_hash: format!("sha256:{:x}", hasher.finalize()), sap })

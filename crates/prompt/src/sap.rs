@@ -40,7 +40,8 @@ pub const REQUIRED: [&str; 6] = ["safe_haven", "secure_base", "boundaries", "cri
 
 impl Sap {
     pub fn load(path: &Path) -> Result<Sap, PromptError> {
-        let text = h2htalk_data::input::read_text(path)?;
+        let text =
+            h2htalk_data::input::read_text(path)?;
         let mut de = serde_json::Deserializer::from_str(&text);
         let sap: Sap = serde_path_to_error::deserialize(&mut de).map_err(|e| PromptError::Invalid {
             path: path.to_path_buf(),

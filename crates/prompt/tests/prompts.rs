@@ -32,9 +32,7 @@ fn every_scenario_renders_with_sap_on_and_off() {
         assert!(on[0].content.contains(&persona.name) && off[0].content.contains(&persona.occupation));
         // The inputs reach the model: the last turn, the memory or the feedback, whichever the task has.
         let must_show: Vec<&str> = match &s.inputs {
-            Inputs::History { history, .. } | Inputs::Schedule { history, .. } => {
-                vec![&history.last().unwrap().content]
-            }
+            Inputs::History { history, .. } | Inputs::Schedule { history, .. } => vec![&history.last().unwrap().content],
             Inputs::RawMemory { memory } => vec![memory],
             Inputs::Recall { memory, session, .. } => vec![&memory.content, &session.history[0].content],
             Inputs::Day { hobbies, memories, .. } => {

@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 
 use h2htalk_data::{Suite, load_suite};
-use h2htalk_llm::{FaultKind, FinishReason, GenerationSettings, ModelSpec};
 use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, lexical_signature, score_pair};
+use h2htalk_llm::{FaultKind, FinishReason, GenerationSettings, ModelSpec};
 use h2htalk_prompt::{Prompts, SapMode};
 use h2htalk_store::{
     Generation as GenerationRow, GenerationStatus, Item as ItemRow, MetricModels, MetricSet, ModelRequest, Prices,

@@ -314,6 +314,7 @@ pub fn compare_runs(a: &RunRecord, b: &RunRecord, group: &str, metric: &str, cfg
     compare(a, b, group, metric, cfg)
 }
 
+
 /// Builds the leaderboard of `runs`. `rank_metric` defaults to the first of composite, bertscore,
 /// embedding, rougeL and then the report order that every run has over its sub-tasks.
 pub fn build(

@@ -88,8 +88,10 @@ pub fn summarize_record(run: &RunRecord) -> RunSummary {
     }
     // Sub-tasks in their canonical order, the safety set last.
     names.sort_by_key(|n| Task::from_stem(n).map_or(usize::MAX, |t| Task::ALL.iter().position(|x| *x == t).unwrap()));
-    let groups =
-        names.iter().map(|n| group(n, &run.items.iter().filter(|i| i.task == *n).collect::<Vec<_>>(), true)).collect();
+    let groups = names
+        .iter()
+        .map(|n| group(n, &run.items.iter().filter(|i| i.task == *n).collect::<Vec<_>>(), true))
+        .collect();
     let tasks: Vec<&ItemRecord> = run.items.iter().filter(|i| i.task != SAFETY_GROUP).collect();
     let all: Vec<&ItemRecord> = run.items.iter().collect();
     let mut failure_reasons = BTreeMap::new();

@@ -1,10 +1,10 @@
 //! The leaderboard of hand-made runs: known means, coverage, families, the composite, errors.
 
+use h2htalk_report::leaderboard::GroupKind;
+use h2htalk_report::{Bootstrap, ReportError, build, load_runs, render};
 use h2htalk_data::ChatMessage;
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::{FaultKind, FinishReason};
-use h2htalk_report::leaderboard::GroupKind;
-use h2htalk_report::{Bootstrap, ReportError, build, load_runs, render};
 use h2htalk_store::{
     Generation as GenerationRow, GenerationStatus, Item as ItemRow, Score as ScoreRow, ScoreOutcome, Store,
 };

@@ -102,9 +102,7 @@ pub async fn assess(
                 None => None,
             };
             let sim = own.as_ref().or(judge.as_ref()).ok_or_else(|| {
-                RunError::Usage(
-                    "--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into(),
-                )
+                RunError::Usage("--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into())
             })?;
             let profiles = load_profiles(&suite.dir.join("simulator"), suite)?;
             let companion_scheduler =

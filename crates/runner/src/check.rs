@@ -38,8 +38,9 @@ fn input_strings(inputs: &Inputs) -> Vec<String> {
     };
     let date = |d: &Option<h2htalk_data::suite::Date>| d.iter().map(ToString::to_string).collect::<Vec<_>>();
     let slots = |s: &[Slot]| s.iter().flat_map(|s| [s.time.to_string(), s.activity.clone()]).collect::<Vec<_>>();
-    let memories =
-        |m: &[Memory]| m.iter().flat_map(|m| [m.content.clone(), m.category.as_str().to_string()]).collect::<Vec<_>>();
+    let memories = |m: &[Memory]| {
+        m.iter().flat_map(|m| [m.content.clone(), m.category.as_str().to_string()]).collect::<Vec<_>>()
+    };
     match inputs {
         Inputs::History { sessions: earlier, date: today, history } => {
             [sessions(earlier), date(today), turns(history)].concat()
@@ -152,27 +153,8 @@ const STOP_WORDS: [&str; 28] = [
 /// Phrases with which a user tells something worth remembering about themselves (name, age, work,
 /// family, likes, health): a `未提取到关键信息。` conversation uses none of them.
 const SELF_DISCLOSURE: [&str; 21] = [
-    "我叫",
-    "我是",
-    "我喜欢",
-    "我爱",
-    "我住",
-    "岁",
-    "生日",
-    "工作",
-    "学校",
-    "考试",
-    "星座",
-    "男朋友",
-    "女朋友",
-    "老公",
-    "老婆",
-    "我妈",
-    "我爸",
-    "过敏",
-    "失眠",
-    "讨厌",
-    "最爱",
+    "我叫", "我是", "我喜欢", "我爱", "我住", "岁", "生日", "工作", "学校", "考试", "星座", "男朋友", "女朋友", "老公", "老婆",
+    "我妈", "我爸", "过敏", "失眠", "讨厌", "最爱",
 ];
 
 /// How much a `未提取到关键信息。` conversation's user may say: small talk and greetings.
@@ -187,8 +169,7 @@ fn key_information(history: &[h2htalk_data::suite::Turn]) -> Option<String> {
         return Some(format!("the user says `{cue}`"));
     }
     let chars: usize = user.iter().map(|u| u.chars().count()).sum();
-    (chars > SMALL_TALK_CHARS)
-        .then(|| format!("the user says {chars} characters, more than small talk ({SMALL_TALK_CHARS})"))
+    (chars > SMALL_TALK_CHARS).then(|| format!("the user says {chars} characters, more than small talk ({SMALL_TALK_CHARS})"))
 }
 
 /// The memory contents of a `recollection_synthesize` reference.
@@ -390,9 +371,8 @@ impl fmt::Display for OfficialCheck {
             "sub-task", "n", "recall", "max", "bound", "chars", "max", "bound"
         )?;
         for r in &self.give_away {
-            let (rb, cb) = r.bound.map_or(("n/a".to_string(), "n/a".to_string()), |b| {
-                (format!("{:.3}", b.recall), b.common_chars.to_string())
-            });
+            let (rb, cb) =
+                r.bound.map_or(("n/a".to_string(), "n/a".to_string()), |b| (format!("{:.3}", b.recall), b.common_chars.to_string()));
             let within = if r.bound.is_none() {
                 "no bound (our suite has no such scenario)".to_string()
             } else if r.over.is_empty() {
@@ -497,10 +477,8 @@ pub fn coverage(suite: &Suite) -> String {
 /// Words with which a user announces that the need changed; a hidden change uses none of them.
 const ANNOUNCING: [&str; 5] = ["其实", "算了", "不用", "不想", "别"];
 /// Words holding 别 that announce nothing.
-const NOT_ANNOUNCING: [&str; 15] = [
-    "特别", "别人", "分别", "区别", "告别", "离别", "级别", "类别", "性别", "别墅", "别扭", "别的", "差别", "识别",
-    "个别",
-];
+const NOT_ANNOUNCING: [&str; 15] =
+    ["特别", "别人", "分别", "区别", "告别", "离别", "级别", "类别", "性别", "别墅", "别扭", "别的", "差别", "识别", "个别"];
 
 /// Whether a scenario's user says in words that the need changed.
 fn announces_change(s: &Scenario) -> bool {
@@ -515,10 +493,7 @@ fn announces_change(s: &Scenario) -> bool {
 /// sessions of the dialogue sub-tasks, the agreement of the two tag annotations (when the suite
 /// has `annotation/first.jsonl` and `annotation/second.jsonl`), and the style of its references
 /// against the official references' (when an official directory is at hand).
-pub fn suite_statistics(
-    suite: &Suite,
-    references: Option<&std::path::Path>,
-) -> Result<String, h2htalk_data::DataError> {
+pub fn suite_statistics(suite: &Suite, references: Option<&std::path::Path>) -> Result<String, h2htalk_data::DataError> {
     use h2htalk_data::suite::stats::{agreement, compare_style_with, history_stats, read_annotations};
     let mut out = String::new();
     let own: Vec<&Scenario> = suite.scenarios.iter().filter(|s| !Suite::is_safety(s) && s.official.is_none()).collect();
@@ -609,10 +584,7 @@ pub fn suite_statistics(
             let _ = writeln!(out, "  {out_of} sub-task(s) out of bounds");
         }
         None => {
-            let _ = writeln!(
-                out,
-                "style: no official directory at hand; give --references DIR to compare with the official references"
-            );
+            let _ = writeln!(out, "style: no official directory at hand; give --references DIR to compare with the official references");
         }
     }
     Ok(out)

@@ -220,3 +220,4 @@ pub async fn generate(
         elapsed_s: started.elapsed().as_secs_f64(),
     })
 }
+

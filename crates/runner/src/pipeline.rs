@@ -112,10 +112,9 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
     };
     store.set_status(&run_id, status)?;
     let cost_usd = spec.prices.cost(summary.input_tokens, summary.output_tokens);
-    let report_dir = options
-        .report_dir
-        .clone()
-        .unwrap_or_else(|| options.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id));
+    let report_dir = options.report_dir.clone().unwrap_or_else(|| {
+        options.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id)
+    });
     let report = h2htalk_report::write_report(&store, std::slice::from_ref(&run_id), &report_dir)?;
     Ok(Outcome { run_id, spec, status, generation, pending, summary, cost_usd, assessment, report, model })
 }

@@ -199,9 +199,9 @@ pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
 /// Rebuilds a stored run from its specification, with the items it still needs.
 pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
     let id = &resume.run_id;
-    let row = store.run(id)?.ok_or_else(|| {
-        RunError::Usage(format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", store.path()))
-    })?;
+    let row = store
+        .run(id)?
+        .ok_or_else(|| RunError::Usage(format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", store.path())))?;
     let mut spec = row.spec;
     if let Some(asked) = resume.metrics.filter(|m| *m != spec.scoring.metrics) {
         return Err(RunError::Usage(format!(

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::generate::Counters;
 use h2htalk_llm::Scheduler;
+use crate::generate::Counters;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Shows progress until the returned handle is finished.

@@ -71,11 +71,7 @@ pub fn score_pairs(profile: Profile, pairs: &[(&str, &str)], neural: Option<&Neu
             PairScore { outcome, neural }
         })
         .collect();
-    Ok(Scored {
-        pairs,
-        signature: format!("{}|{neural_signature}", lexical_signature(profile)),
-        neural_signature: Some(neural_signature),
-    })
+    Ok(Scored { pairs, signature: format!("{}|{neural_signature}", lexical_signature(profile)), neural_signature: Some(neural_signature) })
 }
 
 /// Scores every generated item of a run that has no score yet; each score row carries the
@@ -95,9 +91,11 @@ pub fn score_run(
         .iter()
         .filter(|r| !scored.contains(r.item.scenario_id.as_str()))
         .filter_map(|r| match &r.generation {
-            Some(g) if g.status == GenerationStatus::Generated => {
-                Some((r.item.scenario_id.as_str(), g.text.as_deref().unwrap_or_default(), r.item.reference.as_str()))
-            }
+            Some(g) if g.status == GenerationStatus::Generated => Some((
+                r.item.scenario_id.as_str(),
+                g.text.as_deref().unwrap_or_default(),
+                r.item.reference.as_str(),
+            )),
             _ => None,
         })
         .collect();

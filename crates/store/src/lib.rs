@@ -221,9 +221,7 @@ impl Store {
                 Self::open_reader(path)
             }
             Some(v) => Err(schema::too_new(&p, v)),
-            None => {
-                Err(StoreError::Version { path: p, message: "not an h2htalk run store (no schema version)".into() })
-            }
+            None => Err(StoreError::Version { path: p, message: "not an h2htalk run store (no schema version)".into() }),
         }
     }
 
@@ -378,9 +376,7 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         let raw: Vec<RawRecord> = stmt
-            .query_map([run_id], |r| {
-                (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord)
-            })
+            .query_map([run_id], |r| (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord))
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))?;
@@ -590,32 +586,10 @@ impl Store {
                  WHERE j.run_id = ?1 AND j.judge = ?2 ORDER BY i.ord, j.scenario_id",
             )
             .map_err(|e| self.err(e))?;
-        type Raw = (
-            String,
-            String,
-            String,
-            String,
-            Option<String>,
-            Option<f64>,
-            Option<String>,
-            i64,
-            Option<String>,
-            Option<String>,
-        );
+        type Raw = (String, String, String, String, Option<String>, Option<f64>, Option<String>, i64, Option<String>, Option<String>);
         let raw: Vec<Raw> = stmt
             .query_map(params![run_id, judge], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                ))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
@@ -627,11 +601,7 @@ impl Store {
                 let scores: Option<std::collections::BTreeMap<String, u8>> =
                     d.opt_json(&id, "judge_scores.scores", scores)?;
                 if outcome == JudgeOutcome::Scored && (scores.as_ref().is_none_or(|s| s.is_empty()) || mean.is_none()) {
-                    return Err(d.corrupt(
-                        Some(&id),
-                        "judge_scores.scores",
-                        "a scored judgment without scores or mean",
-                    ));
+                    return Err(d.corrupt(Some(&id), "judge_scores.scores", "a scored judgment without scores or mean"));
                 }
                 Ok(JudgeScore {
                     family: d.text(&id, "judge_scores.family", &family, h2htalk_data::Family::from_name)?,
@@ -807,8 +777,7 @@ impl Store {
         let path = self.path.clone();
         let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
         let tx = self.tx()?;
-        tx.execute("DELETE FROM safety_verdicts WHERE run_id = ?1 AND judge = ?2", params![run_id, judge])
-            .map_err(e)?;
+        tx.execute("DELETE FROM safety_verdicts WHERE run_id = ?1 AND judge = ?2", params![run_id, judge]).map_err(e)?;
         for v in rows {
             tx.execute(
                 "INSERT INTO safety_verdicts (run_id, judge, scenario_id, lang, risk, verdict, rules, judgment, reason) \
@@ -904,22 +873,11 @@ impl Store {
                  FROM simulations WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.err(e))?;
-        type Raw = (i64, String, i64, String, String, Option<String>, String, String, String, Option<String>, String);
+        type Raw =
+            (i64, String, i64, String, String, Option<String>, String, String, String, Option<String>, String);
         let raw: Vec<Raw> = stmt
             .query_map([run_id], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                    r.get(10)?,
-                ))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
@@ -996,10 +954,8 @@ impl Store {
         TABLES
             .into_iter()
             .map(|t| {
-                let n: i64 = self
-                    .conn
-                    .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
-                    .map_err(|e| self.err(e))?;
+                let n: i64 =
+                    self.conn.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0)).map_err(|e| self.err(e))?;
                 Ok((t, n as u64))
             })
             .collect()
@@ -1028,9 +984,7 @@ impl Store {
                 &format!("UPDATE {table} SET {column} = ?3 WHERE run_id = ?1 AND scenario_id = ?2"),
                 params![run_id, item, value],
             ),
-            None => {
-                self.conn.execute(&format!("UPDATE {table} SET {column} = ?2 WHERE id = ?1"), params![run_id, value])
-            }
+            None => self.conn.execute(&format!("UPDATE {table} SET {column} = ?2 WHERE id = ?1"), params![run_id, value]),
         }
         .map_err(|e| self.err(e));
         self.conn.execute_batch("PRAGMA ignore_check_constraints = OFF;").map_err(|e| self.err(e))?;
@@ -1163,12 +1117,7 @@ impl RawRecord {
                         .int(d, id, 12)?
                         .ok_or_else(|| d.corrupt(Some(id), "generations.attempts", "is missing (NULL)"))?
                         as u32,
-                    error_kind: d.opt_text(
-                        id,
-                        "generations.error_kind",
-                        self.text(d, id, 13)?,
-                        h2htalk_llm::FaultKind::parse,
-                    )?,
+                    error_kind: d.opt_text(id, "generations.error_kind", self.text(d, id, 13)?, h2htalk_llm::FaultKind::parse)?,
                     error_message: self.text(d, id, 14)?,
                     faults,
                 })
@@ -1187,11 +1136,7 @@ impl RawRecord {
                     ));
                 }
                 if !outcome.has_values() && !metrics.is_empty() {
-                    return Err(d.corrupt(
-                        Some(id),
-                        "scores.metrics",
-                        "a dropped item carries metric values; rescore the run",
-                    ));
+                    return Err(d.corrupt(Some(id), "scores.metrics", "a dropped item carries metric values; rescore the run"));
                 }
                 Some(Score { scenario_id: id.to_string(), outcome, metrics, signature: self.required_text(d, id, 18)? })
             }

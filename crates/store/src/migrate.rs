@@ -7,9 +7,9 @@ use std::path::Path;
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use crate::StoreError;
 use crate::schema::{SCHEMA_VERSION, TABLES, too_new, version_of};
 use crate::spec::RunSpec;
+use crate::StoreError;
 
 pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
     let db = |e: rusqlite::Error| StoreError::Db { path: path.into(), message: e.to_string() };
@@ -22,8 +22,10 @@ pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), 
     let version = version_of(&tx, path)?;
     match version {
         None if empty || !has_table(&tx, "runs").map_err(db)? => {
-            tx.execute_batch(TABLES)
-                .map_err(|e| StoreError::Db { path: path.into(), message: format!("cannot create the schema: {e}") })?;
+            tx.execute_batch(TABLES).map_err(|e| StoreError::Db {
+                path: path.into(),
+                message: format!("cannot create the schema: {e}"),
+            })?;
             tx.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
                 [SCHEMA_VERSION.to_string()],
@@ -63,9 +65,7 @@ pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), 
             if !problems.is_empty() {
                 return Err(StoreError::Db {
                     path: path.into(),
-                    message: format!(
-                        "migration left rows without their parent in {problems:?}; the store is unchanged"
-                    ),
+                    message: format!("migration left rows without their parent in {problems:?}; the store is unchanged"),
                 });
             }
             tx.commit().map_err(db)
@@ -101,8 +101,7 @@ fn backup(conn: &Connection, path: &str, version: u32) -> Result<(), StoreError>
 /// Schema 1 → 2: runs get their typed specification (from the provenance, which is kept); token
 /// counts become nullable (unknown usage); the judge's tables are created if that release had not.
 fn from_v1(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<(), StoreError> {
-    let db =
-        |e: rusqlite::Error| StoreError::Db { path: path.into(), message: format!("migrating from schema 1: {e}") };
+    let db = |e: rusqlite::Error| StoreError::Db { path: path.into(), message: format!("migrating from schema 1: {e}") };
     let runs: Vec<(String, String, String, String)> = {
         let mut stmt = tx.prepare("SELECT id, created_at, status, provenance FROM runs").map_err(db)?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).map_err(db)?;

@@ -1,8 +1,8 @@
 //! A value in the store that does not decode is an error naming the run, the item and the column;
 //! nothing reads as empty, 0 or a default. One case per typed column.
 
-use h2htalk_data::suite::Lang;
 use h2htalk_data::{ChatMessage, SapMode};
+use h2htalk_data::suite::Lang;
 use h2htalk_llm::{FaultKind, FinishReason};
 use h2htalk_store::{Generation, GenerationStatus, Item, Score, ScoreOutcome, Store};
 

@@ -193,8 +193,7 @@ impl RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let options =
-        RunOptions { db: args.db.clone(), report_dir: args.report_dir.clone(), quiet: args.quiet || args.json };
+    let options = RunOptions { db: args.db.clone(), report_dir: args.report_dir.clone(), quiet: args.quiet || args.json };
     let json_out = args.json;
     let db = args.db.display().to_string();
     let out = rt.block_on(h2htalk_runner::execute(args.start(), &options, |run_id, n, model| {

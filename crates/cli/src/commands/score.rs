@@ -124,12 +124,7 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
             .keys()
             .flat_map(|&task| {
                 let predicted = predictions.texts(task).to_vec();
-                references
-                    .texts(task)
-                    .iter()
-                    .zip(predicted)
-                    .enumerate()
-                    .map(move |(i, (r, p))| (task, i + 1, p, r.as_str()))
+                references.texts(task).iter().zip(predicted).enumerate().map(move |(i, (r, p))| (task, i + 1, p, r.as_str()))
             })
             .collect()
     };

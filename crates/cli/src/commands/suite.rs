@@ -63,11 +63,7 @@ pub fn run(cmd: SuiteCommand) -> anyhow::Result<()> {
                     *cells.entry(format!("{style} {} {}", p.lang, p.companion_persona)).or_default() += 1;
                 }
                 let cells: Vec<String> = cells.into_iter().map(|(k, n)| format!("{k}: {n}")).collect();
-                println!(
-                    "simulator profiles {} (per attachment style, language, persona: {})",
-                    profiles.len(),
-                    cells.join("; ")
-                );
+                println!("simulator profiles {} (per attachment style, language, persona: {})", profiles.len(), cells.join("; "));
             } else {
                 println!("simulator profiles: none (this suite has no simulator/; --simulate needs a suite that has)");
             }
@@ -95,3 +91,4 @@ pub fn run(cmd: SuiteCommand) -> anyhow::Result<()> {
     }
     Ok(())
 }
+

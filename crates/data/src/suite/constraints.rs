@@ -142,8 +142,7 @@ pub fn timed_plan(text: &str, inputs: &Inputs) -> Result<Vec<ClockTime>, String>
         None => (text, None),
     };
     if let Some(note) = note {
-        let bracketed =
-            (note.starts_with('（') && note.ends_with('）')) || (note.starts_with('(') && note.ends_with(')'));
+        let bracketed = (note.starts_with('（') && note.ends_with('）')) || (note.starts_with('(') && note.ends_with(')'));
         if !bracketed || note.contains("\n\n") {
             return Err("after the plan and a blank line only one note in parentheses （…） may follow".into());
         }
@@ -257,15 +256,13 @@ mod tests {
         assert_eq!(names(&base, "好呀"), [("not_empty", true), ("length", true), ("action", false)]);
         assert_eq!(names(&base, " "), [("not_empty", false)]);
         assert_eq!(answer_violations(&base, "好呀"), ["has no action in brackets （…）"]);
-        let mut crisis =
-            scenario(Task::DialogueEmotion, Inputs::History { sessions: vec![], date: None, history: vec![] });
+        let mut crisis = scenario(Task::DialogueEmotion, Inputs::History { sessions: vec![], date: None, history: vec![] });
         crisis.tags.risk = Some(super::super::model::Risk::CrisisExplicit);
         assert_eq!(names(&crisis, "现在就打热线好吗？"), [("not_empty", true), ("length", true)]);
         let mut control = crisis.clone();
         control.tags.risk = Some(super::super::model::Risk::Control);
         assert_eq!(names(&control, "这是你的决定。"), [("not_empty", true), ("length", true), ("action", false)]);
-        let synth =
-            scenario(Task::RecollectionSynthesize, Inputs::History { sessions: vec![], date: None, history: vec![] });
+        let synth = scenario(Task::RecollectionSynthesize, Inputs::History { sessions: vec![], date: None, history: vec![] });
         assert_eq!(names(&synth, NO_KEY_INFORMATION), [("not_empty", true), ("memory_format", true)]);
     }
 

@@ -15,10 +15,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use config::{DEFAULT_NAME, INHERITED_PARTS, REFERENCES_ENV, SuiteConfig, default_references, part_dir};
 pub use constraints::{
     answer_violations, char_len, has_action, memory_blocks, sub_schedule, timed_plan, without_actions,
 };
+pub use config::{DEFAULT_NAME, INHERITED_PARTS, REFERENCES_ENV, SuiteConfig, default_references, part_dir};
 pub use model::*;
 
 use crate::error::{DataError, Result};
@@ -380,11 +380,7 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
                 problems.at(src, "task", "a safety scenario is a dialogue_base or dialogue_emotion");
             }
             if s.official.is_some() {
-                problems.at(
-                    src,
-                    "official",
-                    "a safety scenario has its own reference; official lines are sub-task items",
-                );
+                problems.at(src, "official", "a safety scenario has its own reference; official lines are sub-task items");
             }
             let suffix = if s.lang == Lang::En { "-en" } else { "" };
             if !id_matches(&s.id, "sap-", suffix) {
@@ -419,19 +415,11 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
         ];
         for (tag, value) in flags {
             if value && !stats::applies(s.task, tag) {
-                problems.at(
-                    src,
-                    format!("tags.{tag}"),
-                    format!("cannot be true in {} (see the tags in suites/FORMAT.md)", s.task),
-                );
+                problems.at(src, format!("tags.{tag}"), format!("cannot be true in {} (see the tags in suites/FORMAT.md)", s.task));
             }
         }
         if s.task == Task::RecollectionInitialize && !s.tags.multi_session {
-            problems.at(
-                src,
-                "tags.multi_session",
-                "is always true in recollection_initialize (the greeting builds on an earlier session)",
-            );
+            problems.at(src, "tags.multi_session", "is always true in recollection_initialize (the greeting builds on an earlier session)");
         }
     }
     check_inputs(s, problems);
@@ -451,11 +439,7 @@ fn complete_official(scenarios: &mut [Scenario], refs: &TaskDir, problems: &mut 
         let Some(o) = &s.official else { continue };
         let at = format!("official reference {} line {}", o.stem, o.line);
         if o.stem != s.task.stem() {
-            problems.at(
-                &s.source,
-                "official.stem",
-                format!("`{}` is not this scenario's sub-task `{}`", o.stem, s.task),
-            );
+            problems.at(&s.source, "official.stem", format!("`{}` is not this scenario's sub-task `{}`", o.stem, s.task));
             continue;
         }
         let texts = refs.texts(s.task);
@@ -616,9 +600,7 @@ fn check_sessions(s: &Scenario, sessions: &[Session], date: Option<Date>, proble
     let src = &s.source;
     match (sessions.is_empty(), date) {
         (true, Some(_)) => problems.at(src, "inputs.date", "is given without `sessions`; give both or neither"),
-        (false, None) => {
-            problems.at(src, "inputs.date", "is missing: with `sessions`, give the date of the current conversation")
-        }
+        (false, None) => problems.at(src, "inputs.date", "is missing: with `sessions`, give the date of the current conversation"),
         _ => {}
     }
     let mut previous: Option<Date> = None;
@@ -676,12 +658,7 @@ fn check_suite(
             problems.at(
                 &s.source,
                 "inputs",
-                format!(
-                    "the same inputs as `{}` ({}:{}); every scenario needs its own",
-                    first.id,
-                    first.source.path.display(),
-                    first.source.line
-                ),
+                format!("the same inputs as `{}` ({}:{}); every scenario needs its own", first.id, first.source.path.display(), first.source.line),
             );
         }
         match personas.get(&s.persona) {

@@ -608,3 +608,5 @@ pub struct Scenario {
     #[serde(skip)]
     pub source: Source,
 }
+
+

@@ -68,11 +68,7 @@ pub fn compare_style(suite: &Suite, references: &TaskDir) -> Vec<StyleComparison
     let mut out = Vec::new();
     for task in Task::ALL {
         let ours = style(
-            suite
-                .scenarios
-                .iter()
-                .filter(|s| s.task == task && s.lang == Lang::Zh && !Suite::is_safety(s))
-                .map(|s| s.reference.as_str()),
+            suite.scenarios.iter().filter(|s| s.task == task && s.lang == Lang::Zh && !Suite::is_safety(s)).map(|s| s.reference.as_str()),
         );
         let official = style(references.texts(task).iter().map(String::as_str));
         if let (Some(ours), Some(official)) = (ours, official) {
@@ -255,8 +251,7 @@ pub fn agreement(
     flag("changing_need", |t| t.changing_need);
     flag("multi_session", |t| t.multi_session);
     let emotions: Vec<Emotion> = {
-        let mut e: Vec<Emotion> =
-            first.values().chain(second.values()).flat_map(|t| t.emotions.iter().copied()).collect();
+        let mut e: Vec<Emotion> = first.values().chain(second.values()).flat_map(|t| t.emotions.iter().copied()).collect();
         e.sort();
         e.dedup();
         e
