@@ -80,7 +80,8 @@ pub struct Ranked {
     pub rank: usize,
     /// Log-strength, centred on 0 over the models.
     pub score: f64,
-    /// The bootstrap interval of `score` (`None` without bootstrap samples).
+    /// The bootstrap interval of `score` (`None` without bootstrap samples or with fewer than two
+    /// items compared).
     pub low: Option<f64>,
     pub high: Option<f64>,
     pub wins: f64,
@@ -101,7 +102,9 @@ pub struct Ranking {
 }
 
 /// Ranks `names` by Bradley–Terry strength from `comparisons`, with a `level` percentile interval
-/// from `samples` bootstrap resamples of the items (with replacement), seeded by `seed`.
+/// from `samples` bootstrap resamples of the items (with replacement), seeded by `seed`. A resample
+/// draws whole items: every comparison made on a drawn item (all pairs of models) comes with it.
+/// With fewer than two items there are no intervals.
 pub fn rank(names: &[String], comparisons: &[Comparison], samples: usize, seed: u64, level: f64) -> Ranking {
     let n = names.len();
     let scores = fit(n, comparisons);
@@ -112,7 +115,8 @@ pub fn rank(names: &[String], comparisons: &[Comparison], samples: usize, seed: 
         items.iter().map(|it| comparisons.iter().filter(|c| c.item == *it).collect()).collect();
     let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(samples); n];
     let mut rng = fastrand::Rng::with_seed(seed);
-    if !items.is_empty() {
+    // An interval from resampling fewer than two items says nothing: none is given.
+    if items.len() >= 2 {
         for _ in 0..samples {
             let mut sample = Vec::with_capacity(comparisons.len());
             for _ in 0..items.len() {
@@ -240,5 +244,20 @@ mod tests {
             (0..10).map(|i| Comparison { item: format!("{i}"), a: 0, b: 1, outcome: Outcome::Tie }).collect();
         let s = fit(2, &ties);
         assert!(s[0].abs() < 1e-9 && s[1].abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_item_gives_no_interval() {
+        let names: Vec<String> = vec!["a".into(), "b".into()];
+        let one = [Comparison { item: "x".into(), a: 0, b: 1, outcome: Outcome::AWins }];
+        let r = rank(&names, &one, 100, 1, 0.95);
+        assert_eq!(r.items, 1);
+        assert!(r.models.iter().all(|m| m.low.is_none() && m.high.is_none()), "{:?}", r.models);
+        let two: Vec<Comparison> = ["x", "y"]
+            .iter()
+            .map(|i| Comparison { item: i.to_string(), a: 0, b: 1, outcome: Outcome::AWins })
+            .collect();
+        let r = rank(&names, &two, 100, 1, 0.95);
+        assert!(r.models.iter().all(|m| m.low.is_some() && m.high.is_some()), "{:?}", r.models);
     }
 }

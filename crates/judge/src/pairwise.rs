@@ -1,22 +1,33 @@
 //! Pairwise judging: two runs' answers to the same item shown to the judge in both orders (A/B and
 //! B/A). The same winner both times wins; disagreeing orders are `inconsistent` (a tie for the
-//! win rates and the ranking, counted on their own). Over several runs: win rates per pair and a
-//! Bradley–Terry ranking with bootstrap intervals over items.
+//! win rates and the ranking, counted on their own). Over several runs: win, tie and loss rates per
+//! pair, overall and per family, the judge's position consistency, and a Bradley–Terry ranking
+//! with bootstrap intervals over items.
+//!
+//! Every judgment is stored as it arrives, under a session that records the judge's settings and
+//! prompt hash ([`Store::begin_pair_session`]). Judging the same runs again with the same judge,
+//! settings and prompts asks only for what is not stored yet (items whose judge call failed, items
+//! not reached before an interruption); [`load`] builds the same report from the store without
+//! asking anything.
+//!
+//! Intervals: every proportion carries its 95% Wilson score interval; the Bradley–Terry scores a
+//! 95% percentile bootstrap interval over items. None is given over fewer than two items.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
 use h2htalk_data::Family;
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::ChatMessage;
-use h2htalk_store::{Item, PairJudgment, PairOutcome, Record, Store};
+use h2htalk_store::{Item, JudgeSession, PairJudgment, PairOutcome, Record, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::ask::{Asked, JudgeHandle, JudgeSettings, parse_strict};
 use crate::bt::{self, Comparison, Outcome, Ranking};
 use crate::judge::{family_of, instructions};
+use crate::simulator::{Proportion, wilson};
 use crate::texts::LangTexts;
-use crate::{JudgeError, Result};
+use crate::{JudgeError, Result, rate};
 
 /// Which answer the judge preferred, as shown to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,54 +90,153 @@ pub fn combine(ab: Winner, ba: Winner) -> PairOutcome {
     }
 }
 
-/// Two runs compared.
+/// Bootstrap resamples of the ranking when none are asked for.
+pub const DEFAULT_BOOTSTRAP: usize = 1000;
+
+/// How the intervals of a [`PairwiseReport`] are made (recorded in its JSON).
+pub const INTERVALS: &str = "95% Wilson score intervals for proportions; a 95% percentile bootstrap over items \
+                             for the Bradley-Terry scores; no interval over fewer than two items";
+
+/// `k` of `n` with its 95% Wilson interval; no interval over fewer than two.
+fn proportion(k: usize, n: usize) -> Proportion {
+    Proportion { k, n, rate: rate(k, n), ci95: if n >= 2 { wilson(k, n) } else { None } }
+}
+
+/// The outcome seen from the other run.
+fn flip(o: PairOutcome) -> PairOutcome {
+    match o {
+        PairOutcome::A => PairOutcome::B,
+        PairOutcome::B => PairOutcome::A,
+        other => other,
+    }
+}
+
+/// Whether a stored judgment is final: asked again only when the judge call itself failed (or an
+/// answer was missing, which is decided again without asking).
+fn is_final(o: PairOutcome) -> bool {
+    matches!(
+        o,
+        PairOutcome::A | PairOutcome::B | PairOutcome::Tie | PairOutcome::Inconsistent | PairOutcome::JudgeParseFailed
+    )
+}
+
+/// A pair of runs as stored: the run ids in sorted order, so that `A B` and `B A` share their
+/// judgments. `true` when `x` is the second.
+fn stored_order<'a>(x: &'a str, y: &'a str) -> (&'a str, &'a str, bool) {
+    if x <= y { (x, y, false) } else { (y, x, true) }
+}
+
+/// Win, tie and loss counts of one group of items, from `run_a`'s side.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct PairReport {
-    pub run_a: String,
-    pub run_b: String,
-    /// Items of `run_a` also in `run_b`.
+pub struct Tally {
+    /// Items of this group in both runs.
     pub items: usize,
+    /// Items whose two orders were both judged: `a_wins + b_wins + ties + inconsistent`.
+    pub compared: usize,
     pub a_wins: usize,
     pub b_wins: usize,
+    /// Both orders said `tie`.
     pub ties: usize,
-    /// The two orders disagreed (a tie in the rates).
+    /// The two orders disagreed (the judge followed the position, not the answers): a tie in the
+    /// rates and the ranking.
     pub inconsistent: usize,
+    /// No usable answer from the judge after its retries.
     pub judge_parse_failed: usize,
+    /// The judge call failed (network, server); asked again by the next comparison.
     pub judge_failed: usize,
     /// An answer missing, failed or empty in either run: not compared.
     pub missing: usize,
-    /// (a wins + half of ties and inconsistent) / compared; `None` when nothing was compared.
+    /// In both runs but not judged yet (a comparison interrupted, or loaded before it ran).
+    pub not_judged: usize,
+    /// `a_wins / compared`.
+    pub win: Proportion,
+    /// `(ties + inconsistent) / compared`.
+    pub tie: Proportion,
+    /// `b_wins / compared`.
+    pub loss: Proportion,
+    /// `(a_wins + b_wins + ties) / compared`: how often both orders agreed.
+    pub position_consistency: Proportion,
+    /// `(a_wins + half of ties and inconsistent) / compared`; `None` when nothing was compared.
     pub a_win_rate: Option<f64>,
 }
 
-/// Pairwise judgments of several runs.
+impl Tally {
+    fn count(&mut self, outcome: Option<PairOutcome>) {
+        self.items += 1;
+        match outcome {
+            None => self.not_judged += 1,
+            Some(PairOutcome::A) => self.a_wins += 1,
+            Some(PairOutcome::B) => self.b_wins += 1,
+            Some(PairOutcome::Tie) => self.ties += 1,
+            Some(PairOutcome::Inconsistent) => self.inconsistent += 1,
+            Some(PairOutcome::JudgeParseFailed) => self.judge_parse_failed += 1,
+            Some(PairOutcome::JudgeFailed) => self.judge_failed += 1,
+            Some(PairOutcome::Missing) => self.missing += 1,
+        }
+    }
+
+    fn finish(&mut self) {
+        let n = self.a_wins + self.b_wins + self.ties + self.inconsistent;
+        self.compared = n;
+        self.win = proportion(self.a_wins, n);
+        self.tie = proportion(self.ties + self.inconsistent, n);
+        self.loss = proportion(self.b_wins, n);
+        self.position_consistency = proportion(self.a_wins + self.b_wins + self.ties, n);
+        self.a_win_rate =
+            (n > 0).then(|| (self.a_wins as f64 + 0.5 * (self.ties + self.inconsistent) as f64) / n as f64);
+    }
+}
+
+/// Two runs compared by one judge.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairReport {
+    pub run_a: String,
+    pub run_b: String,
+    /// The judge's settings and prompt hash for this pair, and when it started; `None` when this
+    /// judge never judged the pair.
+    pub session: Option<JudgeSession>,
+    /// Over every item of `run_a` also in `run_b`.
+    pub overall: Tally,
+    /// Per family (only families with items).
+    pub families: BTreeMap<Family, Tally>,
+    /// Of the single-order verdicts that named a winner, those that named the answer shown first
+    /// (about half for a judge without position bias).
+    pub first_shown_preferred: Proportion,
+    /// Items asked of the judge by this call.
+    pub asked: usize,
+    /// Items whose judgment was already stored (same judge, settings and prompts).
+    pub reused: usize,
+}
+
+/// Pairwise judgments of several runs by one judge.
 #[derive(Clone, Debug, Serialize)]
 pub struct PairwiseReport {
     pub judge: String,
-    pub settings: JudgeSettings,
-    pub prompt_hash: String,
+    /// The judge's settings and prompt hash when every pair was judged with the same ones.
+    pub settings: Option<JudgeSettings>,
+    pub prompt_hash: Option<String>,
     pub runs: Vec<String>,
+    /// Every pair of `runs`, in the order given (`run_a` named before `run_b`).
     pub pairs: Vec<PairReport>,
-    /// Bradley–Terry over the runs (named by run id).
+    /// Bradley–Terry over the runs (named by run id), from the compared items of every pair.
     pub ranking: Ranking,
+    /// How the intervals are made ([`INTERVALS`]).
+    pub intervals: &'static str,
+    /// Items asked of the judge by this call, and items whose judgment was already stored.
+    pub asked: usize,
+    pub reused: usize,
+    /// Tokens of this call's judge answers (answers without reported usage count in `unknown_usage`).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    pub unknown_usage: u64,
 }
 
 fn answer(r: &Record) -> Option<&str> {
     r.answer().filter(|t| !t.trim().is_empty())
 }
 
-/// Compares every pair of `runs` item by item (both orders), stores each judgment (replacing this
-/// judge's earlier ones for the same pair), and ranks the runs.
-pub async fn pairwise_run(
-    store: &mut Store,
-    runs: &[String],
-    judge: JudgeHandle<'_>,
-    bootstrap_samples: usize,
-    seed: u64,
-) -> Result<PairwiseReport> {
-    judge.settings.validate()?;
+/// Refuses fewer than two runs, a run named twice and a run not in the store.
+fn check_runs(store: &Store, runs: &[String]) -> Result<()> {
     if runs.len() < 2 {
         return Err(JudgeError::Settings("pairwise judging needs at least two runs".into()));
     }
@@ -138,29 +248,57 @@ pub async fn pairwise_run(
             return Err(JudgeError::UnknownRun(r.clone()));
         }
     }
+    Ok(())
+}
+
+/// Compares every pair of `runs` item by item (both orders), storing each judgment as it arrives,
+/// and ranks the runs. Judgments this judge already stored for a pair with the same settings and
+/// prompts are reused, not asked again (those whose judge call failed are asked again); with other
+/// settings or prompts the pair is judged afresh.
+pub async fn pairwise_run(
+    store: &mut Store,
+    runs: &[String],
+    judge: JudgeHandle<'_>,
+    bootstrap_samples: usize,
+    seed: u64,
+) -> Result<PairwiseReport> {
+    judge.settings.validate()?;
+    check_runs(store, runs)?;
     let name = judge.name();
-    let mut data: Vec<Vec<Record>> = Vec::new();
+    let settings = serde_json::to_value(judge.settings).expect("judge settings serialise");
+    let prompt_hash = judge.texts.hash().to_string();
+    let mut data: BTreeMap<&str, Vec<Record>> = BTreeMap::new();
     for r in runs {
-        data.push(store.records(r)?);
+        data.insert(r, store.records(r)?);
     }
-    let mut pairs = Vec::new();
-    let mut comparisons = Vec::new();
-    let (mut input_tokens, mut output_tokens) = (0, 0);
+    let mut counts: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+    let (mut input_tokens, mut output_tokens, mut unknown_usage) = (0, 0, 0u64);
     for i in 0..runs.len() {
         for j in i + 1..runs.len() {
-            let mut pair = PairReport { run_a: runs[i].clone(), run_b: runs[j].clone(), ..Default::default() };
-            let in_b: BTreeMap<&str, &Record> = data[j].iter().map(|r| (r.item.scenario_id.as_str(), r)).collect();
-            let mut work: Vec<(&Item, Family, String, String)> = Vec::new();
-            for (record, other) in data[i].iter().filter_map(|r| in_b.get(r.item.scenario_id.as_str()).map(|o| (r, *o))) {
+            // Judged and stored in the stored order: "A" is the first run of the sorted pair.
+            let (first, second, _) = stored_order(&runs[i], &runs[j]);
+            store.begin_pair_session(&name, first, second, &settings, &prompt_hash)?;
+            let done: BTreeSet<String> = store
+                .pair_judgments(&name, first, second)?
+                .into_iter()
+                .filter(|r| is_final(r.outcome))
+                .map(|r| r.scenario_id)
+                .collect();
+            let in_second: BTreeMap<&str, &Record> =
+                data[second].iter().map(|r| (r.item.scenario_id.as_str(), r)).collect();
+            let (mut asked, mut reused) = (0, 0);
+            let mut work: Vec<(&Item, Family, &str, &str)> = Vec::new();
+            for (record, other) in
+                data[first].iter().filter_map(|r| in_second.get(r.item.scenario_id.as_str()).map(|o| (r, *o)))
+            {
                 let item = &record.item;
-                pair.items += 1;
                 let family = family_of(&item.task).ok_or_else(|| {
-                    JudgeError::Settings(format!("run `{}`: item `{}` has an unknown task", runs[i], item.scenario_id))
+                    JudgeError::Settings(format!("run `{first}`: item `{}` has an unknown task", item.scenario_id))
                 })?;
                 match (answer(record), answer(other)) {
-                    (Some(a), Some(b)) => work.push((item, family, a.to_string(), b.to_string())),
+                    (Some(_), Some(_)) if done.contains(&item.scenario_id) => reused += 1,
+                    (Some(a), Some(b)) => work.push((item, family, a, b)),
                     _ => {
-                        pair.missing += 1;
                         let row = PairJudgment {
                             scenario_id: item.scenario_id.clone(),
                             outcome: PairOutcome::Missing,
@@ -168,7 +306,7 @@ pub async fn pairwise_run(
                             order_ba: None,
                             error: Some("an answer is missing, failed or empty".into()),
                         };
-                        store.put_pair_judgment(&name, &runs[i], &runs[j], &row)?;
+                        store.put_pair_judgment(&name, first, second, &row)?;
                     }
                 }
             }
@@ -188,42 +326,14 @@ pub async fn pairwise_run(
             .buffer_unordered(concurrency);
             while let Some((item, ab, ba)) = stream.next().await {
                 let (ab, ba): (Asked<PairAnswer>, Asked<PairAnswer>) = (ab, ba);
+                asked += 1;
                 input_tokens += ab.input_tokens + ba.input_tokens;
                 output_tokens += ab.output_tokens + ba.output_tokens;
+                unknown_usage += u64::from(ab.unknown_usage + ba.unknown_usage);
                 let (outcome, error) = match (&ab.result, &ba.result) {
                     (Ok(x), Ok(y)) => (combine(x.winner, y.winner), None),
                     (Err(f), _) | (_, Err(f)) => (f.pair_outcome(), Some(f.message())),
                 };
-                let bt_outcome = match outcome {
-                    PairOutcome::A => {
-                        pair.a_wins += 1;
-                        Some(Outcome::AWins)
-                    }
-                    PairOutcome::B => {
-                        pair.b_wins += 1;
-                        Some(Outcome::BWins)
-                    }
-                    PairOutcome::Tie => {
-                        pair.ties += 1;
-                        Some(Outcome::Tie)
-                    }
-                    PairOutcome::Inconsistent => {
-                        pair.inconsistent += 1;
-                        Some(Outcome::Tie)
-                    }
-                    PairOutcome::JudgeParseFailed => {
-                        pair.judge_parse_failed += 1;
-                        None
-                    }
-                    PairOutcome::JudgeFailed => {
-                        pair.judge_failed += 1;
-                        None
-                    }
-                    PairOutcome::Missing => unreachable!("both answers are present here"),
-                };
-                if let Some(o) = bt_outcome {
-                    comparisons.push(Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o });
-                }
                 let show = |x: &Asked<PairAnswer>| match &x.result {
                     Ok(a) => serde_json::to_value(a).ok(),
                     Err(f) => serde_json::to_value(f).ok(),
@@ -235,27 +345,147 @@ pub async fn pairwise_run(
                     order_ba: show(&ba),
                     error,
                 };
-                store.put_pair_judgment(&name, &runs[i], &runs[j], &row)?;
+                store.put_pair_judgment(&name, first, second, &row)?;
             }
-            let compared = pair.a_wins + pair.b_wins + pair.ties + pair.inconsistent;
-            pair.a_win_rate = (compared > 0)
-                .then(|| (pair.a_wins as f64 + 0.5 * (pair.ties + pair.inconsistent) as f64) / compared as f64);
-            pairs.push(pair);
+            counts.insert((runs[i].clone(), runs[j].clone()), (asked, reused));
         }
     }
-    // Comparisons in a fixed order, so the bootstrap does not depend on arrival order.
+    let mut report = load_with(store, &name, runs, bootstrap_samples, seed)?;
+    for p in &mut report.pairs {
+        let (asked, reused) = counts.get(&(p.run_a.clone(), p.run_b.clone())).copied().unwrap_or_default();
+        p.asked = asked;
+        p.reused = reused;
+    }
+    report.asked = report.pairs.iter().map(|p| p.asked).sum();
+    report.reused = report.pairs.iter().map(|p| p.reused).sum();
+    report.input_tokens = input_tokens;
+    report.output_tokens = output_tokens;
+    report.unknown_usage = unknown_usage;
+    Ok(report)
+}
+
+/// [`load_with`] with [`DEFAULT_BOOTSTRAP`] resamples and seed 0.
+pub fn load(store: &Store, judge: &str, runs: &[String]) -> Result<PairwiseReport> {
+    load_with(store, judge, runs, DEFAULT_BOOTSTRAP, 0)
+}
+
+/// The pairwise report of `runs` by `judge` (`provider:model`, as [`PairwiseReport::judge`] names
+/// it) from what the store holds, asking no model: for reports. Items of a pair the judge has not
+/// judged count as `not_judged`; a pair never judged has no `session`. Judgments stored by a
+/// release that did not record sessions are not read (their settings are unknown).
+pub fn load_with(
+    store: &Store,
+    judge: &str,
+    runs: &[String],
+    bootstrap_samples: usize,
+    seed: u64,
+) -> Result<PairwiseReport> {
+    check_runs(store, runs)?;
+    let mut items: Vec<Vec<Item>> = Vec::new();
+    for r in runs {
+        items.push(store.items(r)?);
+    }
+    let mut pairs = Vec::new();
+    let mut comparisons = Vec::new();
+    let mut sessions: Vec<(String, String)> = Vec::new();
+    for i in 0..runs.len() {
+        for j in i + 1..runs.len() {
+            let (first, second, flipped) = stored_order(&runs[i], &runs[j]);
+            let session = store.pair_session(judge, first, second)?;
+            let mut rows: BTreeMap<String, PairJudgment> = BTreeMap::new();
+            if let Some(s) = &session {
+                sessions.push((s.settings.to_string(), s.prompt_hash.clone()));
+                for mut row in store.pair_judgments(judge, first, second)? {
+                    if flipped {
+                        row.outcome = flip(row.outcome);
+                        std::mem::swap(&mut row.order_ab, &mut row.order_ba);
+                    }
+                    rows.insert(row.scenario_id.clone(), row);
+                }
+            }
+            let in_b: BTreeSet<&str> = items[j].iter().map(|it| it.scenario_id.as_str()).collect();
+            let mut overall = Tally::default();
+            let mut families: BTreeMap<Family, Tally> = BTreeMap::new();
+            let (mut first_k, mut first_n) = (0, 0);
+            for item in items[i].iter().filter(|it| in_b.contains(it.scenario_id.as_str())) {
+                let family = family_of(&item.task).ok_or_else(|| {
+                    JudgeError::Settings(format!("run `{}`: item `{}` has an unknown task", runs[i], item.scenario_id))
+                })?;
+                let row = rows.get(&item.scenario_id);
+                let outcome = row.map(|r| r.outcome);
+                overall.count(outcome);
+                families.entry(family).or_default().count(outcome);
+                let bt_outcome = match outcome {
+                    Some(PairOutcome::A) => Some(Outcome::AWins),
+                    Some(PairOutcome::B) => Some(Outcome::BWins),
+                    Some(PairOutcome::Tie | PairOutcome::Inconsistent) => Some(Outcome::Tie),
+                    _ => None,
+                };
+                if let Some(o) = bt_outcome {
+                    comparisons.push(Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o });
+                }
+                for verdict in row.into_iter().flat_map(|r| [&r.order_ab, &r.order_ba]).flatten() {
+                    match serde_json::from_value::<PairAnswer>(verdict.clone()).map(|a| a.winner) {
+                        Ok(Winner::A) => (first_k, first_n) = (first_k + 1, first_n + 1),
+                        Ok(Winner::B) => first_n += 1,
+                        _ => {}
+                    }
+                }
+            }
+            overall.finish();
+            families.values_mut().for_each(Tally::finish);
+            let reused = overall.items - overall.not_judged - overall.missing - overall.judge_failed;
+            pairs.push(PairReport {
+                run_a: runs[i].clone(),
+                run_b: runs[j].clone(),
+                session,
+                overall,
+                families,
+                first_shown_preferred: proportion(first_k, first_n),
+                asked: 0,
+                reused,
+            });
+        }
+    }
+    // Comparisons in a fixed order, so the bootstrap does not depend on the store's order.
     comparisons.sort_by(|x, y| (x.a, x.b, &x.item).cmp(&(y.a, y.b, &y.item)));
     let ranking = bt::rank(runs, &comparisons, bootstrap_samples, seed, 0.95);
+    sessions.sort();
+    sessions.dedup();
+    let (settings, prompt_hash) = match sessions.as_slice() {
+        [(s, h)] => (serde_json::from_str(s).ok(), Some(h.clone())),
+        _ => (None, None),
+    };
     Ok(PairwiseReport {
-        judge: name,
-        settings: judge.settings.clone(),
-        prompt_hash: judge.texts.hash().to_string(),
+        judge: judge.to_string(),
+        settings,
+        prompt_hash,
         runs: runs.to_vec(),
+        reused: pairs.iter().map(|p| p.reused).sum(),
         pairs,
         ranking,
-        input_tokens,
-        output_tokens,
+        intervals: INTERVALS,
+        asked: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        unknown_usage: 0,
     })
+}
+
+/// The judges that judged at least one pair of `runs` pairwise, in first-seen order.
+pub fn judges(store: &Store, runs: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for i in 0..runs.len() {
+        for j in i + 1..runs.len() {
+            let (first, second, _) = stored_order(&runs[i], &runs[j]);
+            for judge in store.pair_judges(first, second)? {
+                if !out.contains(&judge) {
+                    out.push(judge);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

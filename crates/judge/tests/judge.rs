@@ -149,11 +149,11 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
     let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() };
     let runs: Vec<String> = ["ry", "rx", "rz"].iter().map(|s| s.to_string()).collect();
     let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
-    let p = report.pairs.iter().find(|p| p.run_a == "ry" && p.run_b == "rx").unwrap();
+    let p = &report.pairs.iter().find(|p| p.run_a == "ry" && p.run_b == "rx").unwrap().overall;
     assert_eq!((p.items, p.a_wins, p.b_wins, p.ties, p.inconsistent, p.missing), (4, 0, 2, 1, 1, 0));
     assert_eq!(p.a_win_rate, Some(1.0 / 4.0));
     // rz's answers equal ry's, so the same script answers; its fourth answer failed.
-    let p = report.pairs.iter().find(|p| p.run_a == "rx" && p.run_b == "rz").unwrap();
+    let p = &report.pairs.iter().find(|p| p.run_a == "rx" && p.run_b == "rz").unwrap().overall;
     assert_eq!((p.items, p.a_wins, p.missing), (4, 1, 1));
     assert_eq!(report.ranking.models[0].name, "rx");
     assert_eq!(report.ranking.models[0].rank, 1);
@@ -163,4 +163,25 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
     assert_eq!(rows, 12);
     // Each compared item was asked in both orders: 3 pairs × (4 items, one missing for two pairs).
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 2 * (4 + 3 + 3));
+    assert_eq!((report.asked, report.reused), (10, 0));
+
+    // The same judge, settings and prompts again: everything comes from the store, and the runs
+    // named in another order see the same judgments from their side.
+    let again: Vec<String> = ["rx", "ry", "rz"].iter().map(|s| s.to_string()).collect();
+    let second = pairwise_run(&mut store, &again, judge, 200, 5).await.unwrap();
+    assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 2 * (4 + 3 + 3));
+    assert_eq!((second.asked, second.reused), (0, 10));
+    let p = &second.pairs.iter().find(|p| p.run_a == "rx" && p.run_b == "ry").unwrap().overall;
+    assert_eq!((p.a_wins, p.b_wins, p.ties, p.inconsistent), (2, 0, 1, 1));
+    // Loading asks nothing and gives the same ranking.
+    let loaded = h2htalk_judge::pairwise::load_with(&store, &report.judge, &runs, 200, 5).unwrap();
+    assert_eq!(format!("{:?}", loaded.ranking), format!("{:?}", report.ranking));
+
+    // Another seed is another judge setting: the pairs are judged afresh.
+    let settings = JudgeSettings::pinned(8);
+    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() };
+    let third = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
+    assert_eq!(third.asked, 10);
+    assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 4 * (4 + 3 + 3));
+    assert_eq!(store.table_rows().unwrap()["pairwise_judgments"], 12);
 }

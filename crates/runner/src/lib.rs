@@ -7,12 +7,14 @@
 //! - [`generate`]: the generation phase and its counters.
 //! - [`score`]: the one scoring function for pairs (`h2htalk score` and runs).
 //! - [`assess`]: format checks, the SAP safety score, the LLM judge and the user simulator.
+//! - [`compare`]: pairwise comparison of stored runs by a judge, with a Bradley–Terry ranking.
 //! - [`models`]: model specs resolved into chat models.
 //! - [`progress`]: the progress display of a generation phase, and of a sweep.
 //! - [`sweep`]: several models under one protocol, reusing stored runs.
 
 pub mod assess;
 pub mod check;
+pub mod compare;
 pub mod export;
 pub mod generate;
 pub mod models;

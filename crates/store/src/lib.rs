@@ -696,6 +696,101 @@ impl Store {
             .collect()
     }
 
+    /// Records who judges the pair `run_a`/`run_b` pairwise how. When the same judge judged the pair
+    /// before with other settings or other prompts, its earlier judgments of the pair are deleted
+    /// (they would not be comparable) and `true` is returned; judgments made with the same settings
+    /// and prompts are kept, so that they need not be asked again.
+    pub fn begin_pair_session(
+        &mut self,
+        judge: &str,
+        run_a: &str,
+        run_b: &str,
+        settings: &Value,
+        prompt_hash: &str,
+    ) -> StoreResult<bool> {
+        let settings = settings.to_string();
+        let path = self.path.clone();
+        let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
+        let tx = self.tx()?;
+        let earlier: Option<(String, String)> = tx
+            .query_row(
+                "SELECT settings, prompt_hash FROM pairwise_sessions WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
+                params![judge, run_a, run_b],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(e)?;
+        // Judgments without a session (written before sessions were recorded) cannot be matched to
+        // settings and prompts: they are judged again too.
+        let same = matches!(&earlier, Some((s, h)) if *s == settings && h == prompt_hash);
+        let restarted = earlier.is_some() && !same;
+        if !same {
+            tx.execute(
+                "DELETE FROM pairwise_judgments WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
+                params![judge, run_a, run_b],
+            )
+            .map_err(e)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO pairwise_sessions (judge, run_a, run_b, settings, prompt_hash, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![judge, run_a, run_b, settings, prompt_hash, now()],
+            )
+            .map_err(e)?;
+        }
+        tx.commit().map_err(e)?;
+        Ok(restarted)
+    }
+
+    /// The settings and prompt hash `judge` judged the pair `run_a`/`run_b` with (`None`: never,
+    /// or a store written before pairwise sessions were recorded).
+    pub fn pair_session(&self, judge: &str, run_a: &str, run_b: &str) -> StoreResult<Option<JudgeSession>> {
+        if !self.has_table("pairwise_sessions")? {
+            return Ok(None);
+        }
+        let raw: Option<(String, String, String)> = self
+            .conn
+            .query_row(
+                "SELECT settings, prompt_hash, created_at FROM pairwise_sessions \
+                 WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
+                params![judge, run_a, run_b],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let run = format!("{run_a}` vs `{run_b}");
+        let d = self.decoder(&run);
+        raw.map(|(settings, prompt_hash, created_at)| {
+            Ok(JudgeSession {
+                settings: d.json(None, "pairwise_sessions.settings", &settings)?,
+                prompt_hash,
+                created_at,
+            })
+        })
+        .transpose()
+    }
+
+    /// The judges that judged the pair `run_a`/`run_b` pairwise, oldest first.
+    pub fn pair_judges(&self, run_a: &str, run_b: &str) -> StoreResult<Vec<String>> {
+        if !self.has_table("pairwise_sessions")? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT judge FROM pairwise_sessions WHERE run_a = ?1 AND run_b = ?2 ORDER BY created_at, judge")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params![run_a, run_b], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    fn has_table(&self, name: &str) -> StoreResult<bool> {
+        self.conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [name], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
     // ---- safety -----------------------------------------------------------------------------
 
     /// Replaces the safety verdicts of `run_id` by `judge`.
@@ -851,16 +946,6 @@ impl Store {
     }
 
     // ---- sweeps -----------------------------------------------------------------------------
-
-    fn has_table(&self, name: &str) -> StoreResult<bool> {
-        self.conn
-            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [name], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map(|n| n > 0)
-            .map_err(|e| self.err(e))
-    }
-
 
     /// Records a sweep's definition (replacing an earlier one of the same name) and its models, in
     /// order; each model's run is set by [`Store::set_sweep_run`] once it is known.

@@ -38,7 +38,8 @@ pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), 
             message: "has tables but no schema version: not an h2htalk run store".into(),
         }),
         Some(v) if v == SCHEMA_VERSION => {
-            // Tables added without a version change (`sweeps`, `sweep_runs`, `judge_validity`) are created here.
+            // Tables added without a version change (`sweeps`, `sweep_runs`, `judge_validity`,
+            // `pairwise_sessions`) are created here.
             tx.execute_batch(TABLES).map_err(db)?;
             tx.commit().map_err(db)
         }

@@ -100,6 +100,17 @@ CREATE TABLE IF NOT EXISTS pairwise_judgments (
     error TEXT,
     PRIMARY KEY (judge, run_a, run_b, scenario_id)
 );
+-- Who judged a pair of runs pairwise how (added within schema 2: created on open when missing;
+-- a store without it simply has no pairwise sessions).
+CREATE TABLE IF NOT EXISTS pairwise_sessions (
+    judge TEXT NOT NULL,
+    run_a TEXT NOT NULL,
+    run_b TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (judge, run_a, run_b)
+);
 CREATE TABLE IF NOT EXISTS safety_verdicts (
     run_id TEXT NOT NULL,
     judge TEXT NOT NULL,

@@ -1,5 +1,6 @@
 //! Command-line definitions and dispatch.
 
+mod compare;
 mod data;
 mod judge;
 mod metric_models;
@@ -29,6 +30,9 @@ enum Command {
     Sweep(Box<sweep::SweepArgs>),
     /// Write leaderboards (Markdown, CSV, JSON) and a self-contained HTML report of stored runs.
     Report(report::ReportArgs),
+    /// Judge stored runs against each other, pair by pair in both orders, and rank them
+    /// (Bradley-Terry); judgments already stored by the same judge are reused.
+    Compare(Box<compare::CompareArgs>),
     /// List, show and export stored runs.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -56,6 +60,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(*args),
         Command::Sweep(args) => sweep::run(*args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(*args),
         Command::Runs(cmd) => runs::run(cmd),
         Command::Score(args) => score::run(args),
         Command::Data(cmd) => data::run(cmd),

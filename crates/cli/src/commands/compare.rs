@@ -1,0 +1,85 @@
+//! `h2htalk compare`: stored runs judged pair by pair; the arguments, one call into the runner, and
+//! what it prints.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use h2htalk_judge::pairwise::DEFAULT_BOOTSTRAP;
+use h2htalk_runner::compare::{CompareOptions, compare_runs};
+use h2htalk_store::{JudgeSpec, Store};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The runs to compare (ids from `h2htalk runs list`); every pair is judged.
+    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    runs: Vec<String>,
+    /// The judge (`openai:NAME` with --judge-base-url, a name in the config file, or `local:...`).
+    /// Temperature 0 and a pinned seed.
+    #[arg(long, value_name = "SPEC")]
+    judge: String,
+    /// Base URL of the judge's OpenAI-compatible endpoint, for `--judge openai:NAME`.
+    #[arg(long, value_name = "URL")]
+    judge_base_url: Option<String>,
+    /// Environment variable holding the judge's API key.
+    #[arg(long, value_name = "VAR")]
+    judge_api_key_env: Option<String>,
+    /// Most tokens per judge answer (default 512).
+    #[arg(long, value_name = "N")]
+    judge_max_tokens: Option<u32>,
+    /// The judge's seed, also the seed of the ranking's bootstrap. Judgments made with another seed
+    /// are not reused.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Bootstrap resamples of the Bradley-Terry intervals.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BOOTSTRAP)]
+    bootstrap: usize,
+    /// Model config file a judge name is looked up in (default: ./h2htalk.toml when it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The suite whose judge texts are used (default: the suite the first run was made from).
+    #[arg(long)]
+    suite: Option<PathBuf>,
+    /// Compare runs made under different protocols (suite, selection, templates); the differences
+    /// are printed with the result.
+    #[arg(long)]
+    allow_mixed: bool,
+    /// The run store (SQLite).
+    #[arg(long, default_value = "runs/h2htalk.db")]
+    db: PathBuf,
+    /// `table` for reading, `json` for one JSON object.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    let options = CompareOptions {
+        judge: JudgeSpec {
+            spec: args.judge.clone(),
+            base_url: args.judge_base_url.clone(),
+            api_key_env: args.judge_api_key_env.clone(),
+            seed: args.seed,
+            max_tokens: args.judge_max_tokens,
+        },
+        config: args.config.clone(),
+        suite_dir: args.suite.clone(),
+        allow_mixed: args.allow_mixed,
+        bootstrap_samples: args.bootstrap,
+    };
+    if !args.db.is_file() {
+        anyhow::bail!("{}: no run store here; give the store of the runs with --db FILE", args.db.display());
+    }
+    let mut store = Store::open(&args.db)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let comparison = rt.block_on(compare_runs(&mut store, &args.runs, &options))?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
+        Format::Table => print!("{}", comparison.table()),
+    }
+    Ok(())
+}

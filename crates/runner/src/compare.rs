@@ -1,0 +1,307 @@
+//! Pairwise comparison of stored runs (`h2htalk compare`): the runs' protocols checked against each
+//! other, the judge resolved as a run resolves its own, every pair judged in both orders (reusing
+//! what this judge already stored) and ranked by Bradley–Terry.
+//!
+//! A sweep compares its runs by calling [`compare_runs`] with the ids of the runs it made; nothing
+//! here knows about sweeps.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use h2htalk_data::suite::embedded;
+use h2htalk_judge::pairwise::{PairReport, PairwiseReport, Tally, pairwise_run};
+use h2htalk_judge::simulator::Proportion;
+use h2htalk_judge::{JudgeHandle, JudgeSettings, JudgeTexts};
+use h2htalk_store::{JudgeSpec, ModelRequest, RunSpec, Selection, Store};
+use serde::Serialize;
+
+use crate::models::resolve;
+use crate::{Result, RunError};
+
+/// How to compare.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// The judge: its spec, endpoint, key variable, seed (also the bootstrap's) and answer length.
+    pub judge: JudgeSpec,
+    /// The model config file a judge named there is looked up in (default: ./h2htalk.toml).
+    pub config: Option<PathBuf>,
+    /// The suite whose judge texts are used (default: the first run's suite).
+    pub suite_dir: Option<PathBuf>,
+    /// Compare runs of different protocols (their differences are listed in the result).
+    pub allow_mixed: bool,
+    /// Bootstrap resamples of the Bradley–Terry intervals.
+    pub bootstrap_samples: usize,
+}
+
+/// A comparison of runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// What differs between the runs' protocols; empty unless `allow_mixed` let them through.
+    pub protocol_differences: Vec<String>,
+    #[serde(flatten)]
+    pub pairwise: PairwiseReport,
+}
+
+/// What makes two runs' answers comparable and differs between `a` and `b`, one entry per field
+/// (`suite fingerprint: X vs Y`). Empty when they share a protocol.
+///
+/// Checked: the suite fingerprint, the selection of scenarios, and the templates hash. The full
+/// protocol fingerprint (SAP, judge and simulator prompts, metric signature) extends this list.
+pub fn protocol_differences(a: &RunSpec, b: &RunSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.suite.fingerprint != b.suite.fingerprint {
+        out.push(format!("suite fingerprint: {} vs {}", a.suite.label(), b.suite.label()));
+    }
+    if a.selection != b.selection {
+        out.push(format!("selection: {} vs {}", selection_text(&a.selection), selection_text(&b.selection)));
+    }
+    if a.templates_hash != b.templates_hash {
+        out.push(format!("templates hash: {} vs {}", a.templates_hash, b.templates_hash));
+    }
+    out
+}
+
+fn selection_text(s: &Selection) -> String {
+    let tasks = if s.tasks.is_empty() {
+        "every sub-task".to_string()
+    } else {
+        s.tasks.iter().map(|t| t.stem()).collect::<Vec<_>>().join(",")
+    };
+    let limit = s.limit.map_or_else(|| "no limit".to_string(), |n| format!("at most {n} per sub-task"));
+    let safety = if s.safety { "with the safety set" } else { "without the safety set" };
+    format!("({tasks}; {limit}; {safety})")
+}
+
+/// The stored specifications of `runs`, refusing a run not in the store.
+fn specs(store: &Store, runs: &[String]) -> Result<Vec<RunSpec>> {
+    runs.iter()
+        .map(|r| {
+            store.run(r)?.map(|row| row.spec).ok_or_else(|| {
+                RunError::Usage(format!(
+                    "run `{r}` is not in the store {}; `h2htalk runs list` shows the runs it holds",
+                    store.path()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The protocol differences between the first run and each other run, as lines naming the runs.
+/// Refused (an error listing them) unless `allow_mixed`.
+pub fn check_protocols(store: &Store, runs: &[String], allow_mixed: bool) -> Result<Vec<String>> {
+    let specs = specs(store, runs)?;
+    let mut lines = Vec::new();
+    for (run, spec) in runs.iter().zip(&specs).skip(1) {
+        for d in protocol_differences(&specs[0], spec) {
+            lines.push(format!("`{}` vs `{run}`: {d}", runs[0]));
+        }
+    }
+    if !lines.is_empty() && !allow_mixed {
+        return Err(RunError::Usage(format!(
+            "these runs were made under different protocols, so their answers are not comparable item by item:\n  {}\n\
+             compare them anyway with --allow-mixed",
+            lines.join("\n  ")
+        )));
+    }
+    Ok(lines)
+}
+
+/// Compares every pair of `runs` (stored run ids, at least two) with the judge of `options`:
+/// protocols checked first, then each pair judged in both orders, judgments this judge already
+/// stored with the same settings and prompts reused, and the runs ranked. This is the entry point
+/// for `h2htalk compare` and for a sweep's comparison of its runs.
+pub async fn compare_runs(store: &mut Store, runs: &[String], options: &CompareOptions) -> Result<Comparison> {
+    if runs.len() < 2 {
+        return Err(RunError::Usage("compare needs at least two runs (`h2htalk runs list` shows them)".into()));
+    }
+    let specs = specs(store, runs)?;
+    let protocol_differences = check_protocols(store, runs, options.allow_mixed)?;
+    let j = &options.judge;
+    if j.spec.starts_with("openai:") && j.base_url.is_none() {
+        return Err(RunError::Usage(format!(
+            "--judge {}: give the judge's endpoint with --judge-base-url URL (e.g. http://127.0.0.1:8000/v1), or \
+             name a judge of the model config file",
+            j.spec
+        )));
+    }
+    let request = ModelRequest {
+        spec: j.spec.clone(),
+        config: options.config.clone(),
+        base_url: j.base_url.clone(),
+        api_key_env: j.api_key_env.clone(),
+    };
+    let resolved = resolve(&request).map_err(|e| RunError::Model(format!("--judge {}: {e}", j.spec)))?;
+    let scheduler = resolved.scheduler();
+    let mut settings = JudgeSettings::pinned(j.seed);
+    if let Some(n) = j.max_tokens {
+        settings.generation.max_tokens = n;
+    }
+    let suite_dir = embedded::or_embedded(options.suite_dir.as_deref().or(specs[0].suite.dir.as_deref()))?;
+    let texts = JudgeTexts::load(&suite_dir)?;
+    let handle =
+        JudgeHandle { model: resolved.model.as_ref(), scheduler: &scheduler, settings: &settings, texts: &texts };
+    let pairwise = pairwise_run(store, runs, handle, options.bootstrap_samples, j.seed).await?;
+    Ok(Comparison { protocol_differences, pairwise })
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}", x * 100.0)
+}
+
+/// `k/n rate% [low, high]`, or `n/a` over nothing; the interval `n/a` over fewer than two.
+fn prop(p: &Proportion) -> String {
+    match p.rate {
+        None => "n/a".into(),
+        Some(r) => {
+            let ci = p.ci95.map_or_else(|| "[n/a]".to_string(), |[lo, hi]| format!("[{}, {}]", pct(lo), pct(hi)));
+            format!("{}/{} {}% {ci}", p.k, p.n, pct(r))
+        }
+    }
+}
+
+fn tally_row(out: &mut String, group: &str, t: &Tally) {
+    let _ = writeln!(
+        out,
+        "  {group:<13} {:>5} {:>5}  {:<24} {:<24} {:<24} {:<24} {:>5} {:>5} {:>5} {:>5}",
+        t.items,
+        t.compared,
+        prop(&t.win),
+        prop(&t.tie),
+        prop(&t.loss),
+        prop(&t.position_consistency),
+        t.judge_parse_failed,
+        t.judge_failed,
+        t.missing,
+        t.not_judged,
+    );
+}
+
+fn pair_table(out: &mut String, p: &PairReport) {
+    let _ = writeln!(
+        out,
+        "\n{} (A) vs {} (B): {} item(s) in both; {} asked now, {} taken from the store",
+        p.run_a, p.run_b, p.overall.items, p.asked, p.reused
+    );
+    let _ = writeln!(
+        out,
+        "  {:<13} {:>5} {:>5}  {:<24} {:<24} {:<24} {:<24} {:>5} {:>5} {:>5} {:>5}",
+        "family",
+        "items",
+        "cmp",
+        "A wins",
+        "ties (incl. inconsist.)",
+        "B wins",
+        "both orders agree",
+        "unpar",
+        "fail",
+        "miss",
+        "todo"
+    );
+    for (family, t) in &p.families {
+        tally_row(out, family.name(), t);
+    }
+    tally_row(out, "overall", &p.overall);
+    let _ = writeln!(
+        out,
+        "  A's win rate (ties half): {}; inconsistent orders {}; verdicts for the answer shown first: {}",
+        p.overall.a_win_rate.map_or_else(|| "n/a".to_string(), |r| format!("{}%", pct(r))),
+        p.overall.inconsistent,
+        prop(&p.first_shown_preferred)
+    );
+}
+
+impl Comparison {
+    /// The comparison as text for the terminal.
+    pub fn table(&self) -> String {
+        let r = &self.pairwise;
+        let mut out = String::new();
+        let settings = r.settings.as_ref().map_or_else(
+            || "settings differ between pairs".to_string(),
+            |s| {
+                format!(
+                    "seed {}, temperature {}, max tokens {}",
+                    s.generation.seed.map_or_else(|| "none".to_string(), |x| x.to_string()),
+                    s.generation.temperature,
+                    s.generation.max_tokens
+                )
+            },
+        );
+        let _ = writeln!(
+            out,
+            "judge {} ({settings}; prompts {}); {} run(s), {} pair(s); {} item(s) asked now, {} taken from the store; \
+             judge tokens {} in / {} out",
+            r.judge,
+            r.prompt_hash.as_deref().unwrap_or("differ between pairs"),
+            r.runs.len(),
+            r.pairs.len(),
+            r.asked,
+            r.reused,
+            r.input_tokens,
+            r.output_tokens
+        );
+        if !self.protocol_differences.is_empty() {
+            let _ = writeln!(out, "mixed protocols (--allow-mixed):");
+            for d in &self.protocol_differences {
+                let _ = writeln!(out, "  {d}");
+            }
+        }
+        let _ = writeln!(out, "counts k/n, rates in % with 95% Wilson intervals; todo = not judged yet");
+        for p in &r.pairs {
+            pair_table(&mut out, p);
+        }
+        let k = &r.ranking;
+        let _ = writeln!(
+            out,
+            "\nBradley-Terry ranking over {} compared item(s) ({} comparisons; log-strength, {}% bootstrap interval over \
+             items, {} resamples, seed {}):",
+            k.items,
+            k.comparisons,
+            k.level * 100.0,
+            k.bootstrap_samples,
+            k.seed
+        );
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<28} {:>7}  {:<18} {:>6} {:>6} {:>6}",
+            "rank", "run", "score", "95% interval", "wins", "losses", "ties"
+        );
+        for m in &k.models {
+            let ci = match (m.low, m.high) {
+                (Some(lo), Some(hi)) => format!("[{lo:+.3}, {hi:+.3}]"),
+                _ => "n/a".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:>4}  {:<28} {:>+7.3}  {:<18} {:>6} {:>6} {:>6}",
+                m.rank, m.name, m.score, ci, m.wins, m.losses, m.ties
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use h2htalk_data::{SapMode, Task};
+
+    #[test]
+    fn differences_name_each_field() {
+        let a = h2htalk_testkit::spec("openai", "test", SapMode::On);
+        assert!(protocol_differences(&a, &a).is_empty());
+        let mut b = a.clone();
+        b.selection.limit = Some(2);
+        b.selection.tasks = vec![Task::DialogueBase];
+        b.templates_hash = "sha256:other".into();
+        let d = protocol_differences(&a, &b);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].starts_with("selection: ") && d[0].contains("dialogue_base; at most 2 per sub-task"), "{d:?}");
+        assert!(d[1].starts_with("templates hash: ") && d[1].ends_with("sha256:other"), "{d:?}");
+        b.suite.fingerprint = "sha256:elsewhere".into();
+        assert!(protocol_differences(&a, &b)[0].contains("sha256:elsewhere"));
+        // The model under test is what a comparison varies, never a protocol difference.
+        let mut c = a.clone();
+        c.model.spec = "openai:other".into();
+        assert!(protocol_differences(&a, &c).is_empty());
+    }
+}
