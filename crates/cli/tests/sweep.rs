@@ -131,6 +131,25 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     for name in names {
         assert!(html.contains(&format!("openai:{name}")), "{name} in the HTML report");
     }
+    // Every assessment of every run is in the sweep's report: judge, safety (rules), simulator,
+    // format checks, tokens and cost.
+    let assessed = lb["assessments"]["runs"].as_array().unwrap();
+    assert_eq!(assessed.len(), 4);
+    for a in assessed {
+        for section in ["format_checks", "judge", "simulator"] {
+            assert_ne!(a[section]["status"], "not run", "{section} of {}: {}", a["run"], a[section]);
+        }
+        assert!(a["usage"].is_object(), "{a}");
+    }
+    assert!(lb["tags"]["runs"].as_array().is_some_and(|r| r.len() == 4), "tag tables for the four runs");
+    assert!(html.contains("id=\"assessments\"") && html.contains("id=\"tags\"") && html.contains("id=\"side\""));
+    // The sweep's runs judged pairwise: every pair, one Bradley-Terry ranking of the four.
+    let cmp = json_of(&h2htalk(&[
+        "compare", "--sweep", "four", "--db", &db_s, "--judge", "openai:judge", "--judge-base-url", &judge_url,
+        "--format", "json",
+    ]));
+    assert_eq!(cmp["pairs"].as_array().unwrap().len(), 6, "{cmp}");
+    assert_eq!(cmp["ranking"]["models"].as_array().map_or(0, |r| r.len()), 4, "{}", cmp["ranking"]);
     // `report --sweep` reports the same runs.
     let out = dir.path().join("again");
     stdout(&h2htalk(&["report", "--db", &db_s, "--sweep", "four", "--out", out.to_str().unwrap()]));

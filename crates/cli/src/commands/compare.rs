@@ -17,8 +17,11 @@ pub enum Format {
 #[derive(Args)]
 pub struct CompareArgs {
     /// The runs to compare (ids from `h2htalk runs list`); every pair is judged.
-    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    #[arg(value_name = "RUN", num_args = 2.., required_unless_present = "sweep")]
     runs: Vec<String>,
+    /// Compare every run of this sweep (`h2htalk sweep --name NAME`) instead of listing runs.
+    #[arg(long, value_name = "NAME", conflicts_with = "runs")]
+    sweep: Option<String>,
     /// The judge (`openai:NAME` with --judge-base-url, a name in the config file, or `local:...`).
     /// Temperature 0 and a pinned seed.
     #[arg(long, value_name = "SPEC")]
@@ -76,7 +79,16 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     }
     let mut store = Store::open(&args.db)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let comparison = rt.block_on(compare_runs(&mut store, &args.runs, &options))?;
+    let runs: Vec<String> = match &args.sweep {
+        Some(name) => {
+            let sweep = store.sweep(name)?.ok_or_else(|| {
+                anyhow::anyhow!("{}: no sweep `{name}`; `h2htalk sweep --name {name} ...` makes one", args.db.display())
+            })?;
+            sweep.runs.into_iter().filter_map(|m| m.run_id).collect()
+        }
+        None => args.runs.clone(),
+    };
+    let comparison = rt.block_on(compare_runs(&mut store, &runs, &options))?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
         Format::Table => print!("{}", comparison.table()),
