@@ -36,8 +36,8 @@ if ! "$VENV/bin/python" -c "import websockets, PIL" >/dev/null 2>&1; then
   "$VENV/bin/pip" install -q "websockets>=13,<16" "pillow>=10,<12"
 fi
 
-cargo build -q --locked -p h2htalk -p h2htalk-testserver --bins
-cargo build -q --locked -p h2htalk-report --example synthetic_store
+# --workspace, as the tests build: a -p subset resolves other features and rebuilds candle.
+cargo build -q --locked --workspace --bins --example synthetic_store
 BIN="$CARGO_TARGET_DIR/debug"
 
 # Two runs against the test server: SAP on and off, 2% of answers refused (recorded as failed).

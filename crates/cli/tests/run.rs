@@ -537,6 +537,16 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     assert!(cell["interval"].is_null());
     assert_eq!(v[0]["families"]["itinerary"]["truncation"]["judge_parse_failed"], 1);
     assert!(v[0]["families"]["itinerary"].get("fabricated_memory").is_none());
+    // The run's report carries the panel and the validity check, with the figures the run printed.
+    let dir_of = std::path::Path::new(out["report"].as_str().unwrap()).parent().unwrap().to_path_buf();
+    let lb: Value = serde_json::from_str(&std::fs::read_to_string(dir_of.join("leaderboard.json")).unwrap()).unwrap();
+    let ra = &lb["assessments"]["runs"][0];
+    assert_eq!(ra["panel"]["status"], "run", "{}", ra["panel"]);
+    assert_eq!(ra["panel"]["families"]["dialogue"], a["panel"]["families"]["dialogue"]);
+    assert_eq!(ra["judge_validity"]["status"], "run");
+    assert_eq!(ra["judge_validity"]["judges"][0]["families"], v[0]["families"]);
+    let html = std::fs::read_to_string(dir_of.join("report.html")).unwrap();
+    assert!(html.contains("Judge panel: agreement") && html.contains("Judge validity check"));
 
     // Endpoint flags must line up with the judges; one judge twice is refused.
     let mut bad = base.to_vec();

@@ -243,6 +243,31 @@ pub struct RunAssessment {
     pub safety: Section<SafetySection>,
     pub simulator: Section<SimulatorSection>,
     pub usage: UsageSection,
+    /// Two judges or more: each judge's and the panel's means and their agreement
+    /// ([`h2htalk_judge::panel`]).
+    pub panel: Section<PanelSection>,
+    /// The judge validity check stored with the run ([`h2htalk_judge::validity`]), per judge.
+    pub judge_validity: Section<ValiditySection>,
+}
+
+/// The panel of a run's judges.
+#[derive(Clone, Debug, Serialize)]
+pub struct PanelSection {
+    #[serde(flatten)]
+    pub report: h2htalk_judge::panel::PanelReport,
+}
+
+/// The judge validity check of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ValiditySection {
+    /// Per judge (the comparisons themselves are in the store).
+    pub judges: Vec<ValidityJudge>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ValidityJudge {
+    pub judge: String,
+    pub families: BTreeMap<String, BTreeMap<String, h2htalk_judge::validity::ValidityCell>>,
 }
 
 /// The assessments of a report's runs.
@@ -302,7 +327,11 @@ pub fn load_rows(store: &Store, run_id: &str) -> Result<StoredRows, ReportError>
 /// The assessments of `runs`, read from `store`.
 pub fn assess(store: &Store, runs: &[RunRecord], cfg: &Bootstrap) -> Result<Assessments, ReportError> {
     let rows: Vec<StoredRows> = runs.iter().map(|r| load_rows(store, &r.run.id)).collect::<Result<_, _>>()?;
-    build(runs, &rows, cfg)
+    let mut out = build(runs, &rows, cfg)?;
+    for a in &mut out.runs {
+        judge_checks(store, a)?;
+    }
+    Ok(out)
 }
 
 /// The assessments of `runs` from their stored rows (`rows[i]` belongs to `runs[i]`).
@@ -343,7 +372,25 @@ fn assess_run(run: &RunRecord, rows: &StoredRows, cfg: &Bootstrap) -> Result<Run
         safety: safety_section(id, &rows.safety, cfg),
         simulator: simulator_section(id, &rows.simulations, cfg)?,
         usage: usage_section(run, rows),
+        panel: Section::NotRun,
+        judge_validity: Section::NotRun,
     })
+}
+
+/// Fills the sections read through the judge crate: the panel and the validity check.
+fn judge_checks(store: &Store, a: &mut RunAssessment) -> Result<(), ReportError> {
+    let judge_err = |e: h2htalk_judge::JudgeError| ReportError::Render(format!("run {}: {e}", a.run));
+    let panel = h2htalk_judge::panel::summarize(store, &a.run).map_err(judge_err)?;
+    if panel.judges.len() >= 2 {
+        a.panel = Section::Run(PanelSection { report: panel });
+    }
+    let validity = h2htalk_judge::validity::load(store, &a.run).map_err(judge_err)?;
+    if !validity.is_empty() {
+        a.judge_validity = Section::Run(ValiditySection {
+            judges: validity.into_iter().map(|v| ValidityJudge { judge: v.judge, families: v.families }).collect(),
+        });
+    }
+    Ok(())
 }
 
 fn format_section(run: &RunRecord, checks: &[FormatCheck], cfg: &Bootstrap) -> Section<FormatSection> {
@@ -1130,6 +1177,8 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
             m.prices.input_per_million, m.prices.output_per_million
         )),
     });
+    out.push(panel_table(&a.panel));
+    out.push(validity_table(&a.judge_validity));
     out
 }
 
@@ -1246,3 +1295,79 @@ pub fn exact_or_empty(v: Option<f64>) -> String {
 
 #[cfg(test)]
 mod tests;
+
+fn opt3(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
+}
+
+/// The panel: per family and criterion, each judge's mean, the panel mean and Krippendorff's alpha.
+fn panel_table(p: &Section<PanelSection>) -> Table {
+    let Section::Run(p) = p else { return not_run("panel", "Judge panel: agreement") };
+    let r = &p.report;
+    let mut head: Vec<String> = vec!["family".into(), "criterion".into()];
+    head.extend(r.judges.iter().map(|j| format!("mean {j}")));
+    head.extend(["panel mean", "alpha (interval)", "items two judges scored"].map(String::from));
+    let mut rows = Vec::new();
+    for (family, f) in &r.families {
+        let mut line = |criterion: &str, per: Vec<Option<f64>>, mean: Option<f64>, ag: &h2htalk_judge::panel::Agreement| {
+            let mut row = vec![text_cell(family.clone()), text_cell(criterion)];
+            row.extend(per.into_iter().map(|v| text_cell(opt3(v))));
+            row.extend([text_cell(opt3(mean)), text_cell(opt3(ag.alpha)), text_cell(ag.pairable_items.to_string())]);
+            rows.push(row);
+        };
+        let item_means = r.judges.iter().map(|_| None).collect();
+        line("item mean", item_means, f.mean, &f.agreement);
+        for (c, pc) in &f.criteria {
+            line(c, r.judges.iter().map(|j| pc.per_judge.get(j).copied().flatten()).collect(), pc.mean, &pc.agreement);
+        }
+    }
+    Table {
+        section: "panel".into(),
+        title: "Judge panel: agreement".into(),
+        head,
+        rows,
+        not_run: false,
+        note: Some(
+            "Krippendorff's alpha over the items at least two judges scored; unparsable answers and failed \
+             requests are no votes. 1 = full agreement, 0 = chance; n/a with fewer than two such items."
+                .into(),
+        ),
+    }
+}
+
+/// The judge validity check: per judge, family and degradation, the share ranked correctly.
+fn validity_table(v: &Section<ValiditySection>) -> Table {
+    let Section::Run(v) = v else { return not_run("judge_validity", "Judge validity check") };
+    let mut rows = Vec::new();
+    for j in &v.judges {
+        for (family, cells) in &j.families {
+            for (degradation, c) in cells {
+                let ci = c.interval.map_or_else(|| "n/a".to_string(), |[lo, hi]| format!("[{lo:.3}, {hi:.3}]"));
+                rows.push(vec![
+                    text_cell(j.judge.clone()),
+                    text_cell(family.clone()),
+                    text_cell(degradation.clone()),
+                    text_cell(format!("{}/{}", c.ranked_correctly, c.n)),
+                    text_cell(opt3(c.share)),
+                    text_cell(ci),
+                    text_cell(c.judge_parse_failed.to_string()),
+                    text_cell(c.judge_failed.to_string()),
+                ]);
+            }
+        }
+    }
+    Table {
+        section: "judge_validity".into(),
+        title: "Judge validity check".into(),
+        head: ["judge", "family", "degradation", "ranked correctly", "share", "95% Wilson", "unparsable", "failed"]
+            .map(String::from)
+            .into(),
+        rows,
+        not_run: false,
+        note: Some(
+            "The judge rated each reference answer against a copy made worse on purpose; the reference must \
+             score strictly higher (a tie counts as wrong). A trustworthy judge is near 1 on every line."
+                .into(),
+        ),
+    }
+}
