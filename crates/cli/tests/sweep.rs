@@ -141,6 +141,21 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
         }
         assert!(a["usage"].is_object(), "{a}");
     }
+    // Every figure of the assessments that the HTML shows equals leaderboard.json's.
+    let figures = h2htalk_testkit::figures::html_figures(&html);
+    for a in assessed {
+        for section in ["format_checks", "judge", "simulator", "usage"] {
+            let prefix = format!("{}|{section}", a["run"].as_str().unwrap());
+            assert!(figures.keys().any(|k| k.starts_with(&prefix)), "no {prefix} figure in the HTML");
+        }
+    }
+    for (id, (value, _)) in &figures {
+        let (v, _, _) = h2htalk_testkit::figures::json_figure(&lb, id);
+        match v.as_f64() {
+            Some(x) => assert_eq!(value.parse::<f64>().unwrap(), x, "{id}"),
+            None => assert_eq!(value, "", "{id}: JSON has no value, the HTML must show none"),
+        }
+    }
     assert!(lb["tags"]["runs"].as_array().is_some_and(|r| r.len() == 4), "tag tables for the four runs");
     assert!(html.contains("id=\"assessments\"") && html.contains("id=\"tags\"") && html.contains("id=\"side\""));
     // The sweep's runs judged pairwise: every pair, one Bradley-Terry ranking of the four.

@@ -5,6 +5,7 @@
 //! - run specifications and stores for tests that write runs directly.
 
 pub mod corpus;
+pub mod figures;
 
 use std::path::PathBuf;
 

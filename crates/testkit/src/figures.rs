@@ -1,0 +1,122 @@
+//! The figures of a report's assessments, read back from `report.html` and `leaderboard.json`, for
+//! tests that check the two show the same numbers.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Every `data-fig` cell of the HTML: id → (exact value, displayed text).
+pub fn html_figures(html: &str) -> BTreeMap<String, (String, String)> {
+    let unescape = |s: &str| {
+        s.replace("&#x2f;", "/")
+            .replace("&#x27;", "'")
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    let mut out = BTreeMap::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("data-fig=\"") {
+        rest = &rest[at + 10..];
+        let id_end = rest.find('"').unwrap();
+        let id = unescape(&rest[..id_end]);
+        let v_at = rest.find("data-value=\"").unwrap() + 12;
+        let v_end = v_at + rest[v_at..].find('"').unwrap();
+        let value = rest[v_at..v_end].to_string();
+        let t_at = v_end + rest[v_end..].find('>').unwrap() + 1;
+        let t_end = t_at + rest[t_at..].find("</td>").unwrap();
+        let text = unescape(&rest[t_at..t_end]);
+        assert!(out.insert(id.clone(), (value, text)).is_none(), "figure `{id}` is shown twice");
+        rest = &rest[t_end..];
+    }
+    out
+}
+
+pub fn find<'a>(list: &'a Value, field: &str, name: &str) -> &'a Value {
+    list.as_array().unwrap().iter().find(|x| x[field] == name).unwrap_or_else(|| panic!("no `{name}` in {list}"))
+}
+
+/// The figure `id` looked up in leaderboard.json by its own path: (value, lo, hi).
+pub fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
+    let parts: Vec<&str> = id.split('|').collect();
+    let stat = |s: &Value| (s["mean"].clone(), s["lo"].clone(), s["hi"].clone());
+    let count = |v: &Value| (v.clone(), Value::Null, Value::Null);
+    let prop = |p: &Value| {
+        let ci = &p["ci95"];
+        (p["rate"].clone(), ci.get(0).cloned().unwrap_or(Value::Null), ci.get(1).cloned().unwrap_or(Value::Null))
+    };
+    if parts[0].is_empty() {
+        // The SAP on − off table: |on|off|judge|key
+        let (on, off, judge, key) = (parts[2], parts[3], parts[4], parts[5]);
+        let row = lb["assessments"]["sap_safety"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["on"] == on && r["off"] == off && r["judge"] == judge)
+            .unwrap();
+        let p = &row["paired"];
+        return match key {
+            "shared" => count(&p["n"]),
+            "on" => count(&p["mean_a"]),
+            "off" => count(&p["mean_b"]),
+            "on_minus_off" => stat(&p["diff"]),
+            k => panic!("unknown key {k}"),
+        };
+    }
+    let run = find(&lb["assessments"]["runs"], "run", parts[0]);
+    let (section, group, key) = (parts[1], parts[2], parts[3]);
+    match section {
+        "format_checks" => {
+            let g = find(&run["format_checks"]["groups"], "group", group);
+            let (check, what) = key.split_once('.').unwrap();
+            let c = find(&g["checks"], "check", check);
+            match what {
+                "pass_rate" => stat(&c["rate"]),
+                w => count(&c[w]),
+            }
+        }
+        s if s.starts_with("judge:") => {
+            let j = find(&run["judge"]["judges"], "judge", &s[6..]);
+            let g = find(&j["groups"], "group", group);
+            match key {
+                "mean" => stat(&g["mean"]),
+                k if k.starts_with("criterion.") => stat(&g["criteria"][&k[10..]]),
+                k => count(&g[k]),
+            }
+        }
+        s if s.starts_with("safety:") => {
+            let j = find(&run["safety"]["judges"], "judge", &s[7..]);
+            let g = match group.split_once(':') {
+                None => &j["overall"],
+                Some(("risk", r)) => find(&j["per_risk"], "group", r),
+                Some(("lang", l)) => find(&j["per_lang"], "group", l),
+                Some(x) => panic!("unknown group {x:?}"),
+            };
+            if key == "score" { stat(&g["score"]) } else { count(&g[key]) }
+        }
+        "simulator" => {
+            let s = &run["simulator"];
+            match (group, key) {
+                ("all", "state_change") => stat(&s["state_change"]),
+                ("all", k @ ("recall" | "hidden_need_met" | "changed_need_met")) => prop(&s[k]),
+                ("all", k) => count(&s[k]),
+                ("recall_by_distance", d) => prop(&s["recall_by_distance"][d]),
+                (g, k) => count(&s[g][k]),
+            }
+        }
+        "simulator_trajectory" => {
+            let (session, turn) = group[1..].split_once('t').unwrap();
+            let t = run["simulator"]["trajectory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["session"] == session.parse::<u64>().unwrap() && t["turn"] == turn.parse::<u64>().unwrap())
+                .unwrap();
+            stat(&t["state"])
+        }
+        "usage" => count(&run["usage"]["model"][key]),
+        s => panic!("unknown section {s}"),
+    }
+}
+
