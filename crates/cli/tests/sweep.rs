@@ -267,7 +267,16 @@ fn a_crashed_sweep_resumes_with_one_command_without_asking_again() {
     drop(store);
     let asked_before: Vec<u64> = servers.iter().map(requests).collect();
 
-    let out = json_of(&h2htalk(&["sweep", "--resume", "crash", "--db", &db_s, "--json", "--quiet"]));
+    let reports = dir.path().join("elsewhere");
+    let out = json_of(&h2htalk(&[
+        "sweep", "--resume", "crash", "--db", &db_s, "--json", "--quiet", "--report-dir", reports.to_str().unwrap(),
+    ]));
+    // The sweep's report goes under --report-dir; each run's own report stays in its default place.
+    assert!(reports.join("sweep-crash/report.html").is_file());
+    assert!(!reports.join("report.html").exists());
+    for id in &ids {
+        assert!(dir.path().join("reports").join(id).join("report.html").is_file(), "{id}");
+    }
     let members = out["members"].as_array().unwrap();
     for (i, m) in members.iter().enumerate() {
         assert_eq!(m["how"], "resumed", "{m}");

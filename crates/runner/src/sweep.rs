@@ -146,7 +146,10 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
             }
             None => (Start::Prepared(Box::new(planned)), "new"),
         };
-        let run_options = RunOptions { lane: Some(lanes[i].clone()), quiet: true, ..options.clone() };
+        // Each run's own report goes to its default place (`reports/RUN_ID/` beside the store): one
+        // `--report-dir` shared by several runs would have them overwrite one another.
+        let run_options =
+            RunOptions { lane: Some(lanes[i].clone()), quiet: true, report_dir: None, db: options.db.clone() };
         let (db, name, label) = (options.db.clone(), spec.name.clone(), labels[i].clone());
         let handle = tokio::runtime::Handle::current();
         // Each run on its own thread: scoring and local generation block, and must not hold up the
