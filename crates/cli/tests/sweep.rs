@@ -92,7 +92,9 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     let (db_s, suite) = (db.to_str().unwrap().to_string(), suite().to_str().unwrap().to_string());
     let judge_url = judge.base_url();
 
-    let first = json_of(&h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names[..3])));
+    let out = h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names[..3]));
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let first = json_of(&out);
     let members = first["members"].as_array().unwrap();
     assert_eq!(members.len(), 3, "{first}");
     for m in members {
@@ -107,7 +109,9 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     assert!(judge_asked > 0);
 
     // A fourth model: the three stored runs answer for their models, nothing is asked of them again.
-    let second = json_of(&h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names)));
+    let out = h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names));
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let second = json_of(&out);
     let members = second["members"].as_array().unwrap();
     let how: Vec<&str> = members.iter().map(|m| m["how"].as_str().unwrap()).collect();
     assert_eq!(how, ["reused", "reused", "reused", "new"], "{second}");
