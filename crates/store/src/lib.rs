@@ -299,7 +299,7 @@ impl Store {
     fn tx(&mut self) -> StoreResult<Transaction<'_>> {
         let path = self.path.clone();
         self.conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| StoreError::Db { path, message: e.to_string() })
     }
 
@@ -310,7 +310,7 @@ impl Store {
         let spec = serde_json::to_string(spec).expect("a run specification serialises");
         let path = self.path.clone();
         let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
+        let tx = self.tx()?;
         tx.execute(
             "INSERT INTO runs (id, created_at, status, spec) VALUES (?1, ?2, ?3, ?4)",
             params![id, now(), RunStatus::Running.as_str(), spec],
@@ -414,7 +414,7 @@ impl Store {
     pub fn put_generations(&mut self, run_id: &str, rows: &[Generation], replace_failed: bool) -> StoreResult<usize> {
         let path = self.path.clone();
         let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
+        let tx = self.tx()?;
         let sql = if replace_failed {
             "INSERT INTO generations (run_id, scenario_id, status, text, finish_reason, input_tokens, output_tokens, latency_ms, \
              attempts, error_kind, error_message, faults, created_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) \
@@ -461,7 +461,7 @@ impl Store {
     pub fn put_scores(&mut self, run_id: &str, rows: &[Score]) -> StoreResult<()> {
         let path = self.path.clone();
         let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
+        let tx = self.tx()?;
         {
             let mut stmt = tx
                 .prepare_cached(
@@ -957,7 +957,7 @@ impl Store {
     pub fn put_sweep(&mut self, name: &str, spec: &Value, models: &[String]) -> StoreResult<()> {
         let path = self.path.clone();
         let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
+        let tx = self.tx()?;
         let now = now();
         tx.execute(
             "INSERT INTO sweeps (name, created_at, updated_at, spec) VALUES (?1, ?2, ?2, ?3) \
