@@ -19,28 +19,34 @@ use crate::tokenizer::Tokenizer;
 pub const SUPPORTED_ARCHITECTURES: &[&str] = &["gemma3", "qwen2", "llama"];
 
 enum Weights {
-    Gemma3(gemma3::ModelWeights),
+    /// Runs batches of sequences, each with its own cache.
+    Gemma3(gemma3::Model),
+    /// candle's models keep one sequence's cache inside: one sequence at a time.
     Qwen2(quantized_qwen2::ModelWeights),
     Llama(quantized_llama::ModelWeights),
 }
 
 impl Weights {
-    fn forward(&mut self, input: &Tensor, pos: usize) -> candle_core::Result<Tensor> {
-        match self {
-            Weights::Gemma3(m) => m.forward(input, pos),
+    /// candle's models: the logits of the last of `tokens`, run from position `pos` (0 starts a
+    /// new sequence).
+    fn forward_one(&mut self, tokens: &[u32], pos: usize) -> candle_core::Result<Vec<f32>> {
+        let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
+        let logits = match self {
+            Weights::Gemma3(_) => unreachable!("Gemma 3 runs in batches"),
             Weights::Qwen2(m) => {
                 if pos == 0 {
                     m.clear_kv_cache();
                 }
-                m.forward(input, pos)
+                m.forward(&input, pos)?
             }
             Weights::Llama(m) => {
                 if pos == 0 {
                     m.clear_kv_cache();
                 }
-                m.forward(input, pos)
+                m.forward(&input, pos)?
             }
-        }
+        };
+        logits.squeeze(0)?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()
     }
 }
 
@@ -68,7 +74,38 @@ pub struct Engine {
     pub prompter: Arc<Prompter>,
     pub architecture: String,
     context_length: usize,
-    device: Device,
+    batch: usize,
+    pub stats: Arc<Counters>,
+}
+
+/// What the engine has done, counted as it goes ([`crate::LocalModel::stats`]).
+#[derive(Debug, Default)]
+pub struct Counters {
+    requests: std::sync::atomic::AtomicU64,
+    steps: std::sync::atomic::AtomicU64,
+    peak_batch: std::sync::atomic::AtomicUsize,
+}
+
+/// A snapshot of [`Counters`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Requests taken up (answered, failed or cancelled).
+    pub requests: u64,
+    /// Forward passes run.
+    pub steps: u64,
+    /// The most requests one forward pass has run together.
+    pub peak_batch: usize,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> Stats {
+        use std::sync::atomic::Ordering::Relaxed;
+        Stats {
+            requests: self.requests.load(Relaxed),
+            steps: self.steps.load(Relaxed),
+            peak_batch: self.peak_batch.load(Relaxed),
+        }
+    }
 }
 
 /// The tokenizer and the chat format: turns messages into prompt ids, and answer ids into text.
@@ -182,9 +219,7 @@ impl Engine {
         let weights_err = |e: candle_core::Error| invalid(format!("cannot load the weights: {e}"));
         let (weights, context_length) = match architecture.as_str() {
             "gemma3" => {
-                let dequantize = dequantize_policy(&content);
-                let m =
-                    gemma3::ModelWeights::from_gguf(content, &mut reader, &device, dequantize).map_err(weights_err)?;
+                let m = gemma3::Model::from_gguf(content, &mut reader).map_err(weights_err)?;
                 let n = m.context_length();
                 (Weights::Gemma3(m), n)
             }
@@ -203,11 +238,17 @@ impl Engine {
             ),
         };
         let prompter = Arc::new(Prompter { tokenizer, format, stop, specials });
-        Ok(Engine { weights, prompter, architecture, context_length, device })
+        let batch = if matches!(weights, Weights::Gemma3(_)) { batch_size() } else { 1 };
+        Ok(Engine { weights, prompter, architecture, context_length, batch, stats: Default::default() })
     }
 
     pub fn context_length(&self) -> usize {
         self.context_length
+    }
+
+    /// How many requests are decoded together.
+    pub fn batch(&self) -> usize {
+        self.batch
     }
 }
 
@@ -313,36 +354,139 @@ impl Prompter {
     }
 }
 
+/// A request for the engine: its messages and settings, and where the answer goes.
+pub struct Job {
+    pub messages: Vec<ChatMessage>,
+    pub settings: GenerationSettings,
+    pub reply: tokio::sync::oneshot::Sender<Result<ChatResponse, ChatError>>,
+}
+
+/// A request being answered.
+struct Active {
+    job: Job,
+    prompt: Vec<u32>,
+    /// Prompt tokens already run.
+    fed: usize,
+    output: Vec<u32>,
+    budget: usize,
+    sampler: LogitsProcessor,
+    cache: gemma3::Cache,
+}
+
+/// Prompt tokens run per step, over all sequences: bounds how long a new prompt holds back the
+/// sequences being decoded.
+const PROMPT_TOKENS_PER_STEP: usize = 512;
+
+/// The default batch: `H2HTALK_LOCAL_BATCH`, else 4 sequences per core, between 4 and 16. Decoding
+/// is bound by reading the weights, which a batch reads once for all its sequences.
+fn batch_size() -> usize {
+    if let Some(n) = std::env::var("H2HTALK_LOCAL_BATCH").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+        return n.max(1);
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    (4 * cores).clamp(4, 16)
+}
+
+fn engine_error(e: impl std::fmt::Display) -> ChatError {
+    ChatError::new(FaultKind::Engine, format!("local model: {e}"))
+}
+
 impl Engine {
-    /// Generates an answer. `cancelled` is polled between tokens: when it says so, generation stops
-    /// and an error is returned (nobody is waiting for the answer).
-    pub fn generate(
-        &mut self,
-        messages: &[ChatMessage],
-        settings: &GenerationSettings,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Result<ChatResponse, ChatError> {
-        let engine_err = |e: candle_core::Error| ChatError::new(FaultKind::Engine, format!("local model: {e}"));
+    /// Answers the jobs that arrive until the sender is dropped: up to [`Engine::batch`] at once,
+    /// a finished request's place going to the next one waiting (continuous batching). A request
+    /// whose receiver is dropped is stopped between steps.
+    pub fn serve(&mut self, jobs: std::sync::mpsc::Receiver<Job>) {
+        let mut waiting: std::collections::VecDeque<Job> = Default::default();
+        let mut active: Vec<Active> = Vec::new();
+        let mut spare: Vec<gemma3::Cache> = Vec::new();
+        let mut open = true;
+        loop {
+            if active.is_empty() && waiting.is_empty() {
+                if !open {
+                    return;
+                }
+                match jobs.recv() {
+                    Ok(job) => waiting.push_back(job),
+                    Err(_) => return,
+                }
+            }
+            while open {
+                match jobs.try_recv() {
+                    Ok(job) => waiting.push_back(job),
+                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => open = false,
+                }
+            }
+            waiting.retain(|j| !j.reply.is_closed());
+            let (gone, kept): (Vec<Active>, Vec<Active>) = active.drain(..).partition(|a| a.job.reply.is_closed());
+            active = kept;
+            spare.extend(gone.into_iter().map(|a| a.cache));
+            while active.len() < self.batch
+                && let Some(job) = waiting.pop_front()
+            {
+                self.stats.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match self.start(job, spare.pop().unwrap_or_default()) {
+                    Ok(a) => active.push(a),
+                    Err((job, e)) => {
+                        let _ = job.reply.send(Err(e));
+                    }
+                }
+            }
+            if active.is_empty() {
+                continue;
+            }
+            self.stats.steps.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.stats.peak_batch.fetch_max(active.len(), std::sync::atomic::Ordering::Relaxed);
+            let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.step(&mut active)))
+                .unwrap_or_else(|_| Err(ChatError::new(FaultKind::Engine, "the local engine panicked")));
+            match stepped {
+                Ok(finished) => {
+                    for (i, finish) in finished.into_iter().enumerate().rev() {
+                        let Some(finish) = finish else { continue };
+                        let a = active.swap_remove(i);
+                        let answer = ChatResponse {
+                            text: self.prompter.tokenizer.decode(&a.output),
+                            finish_reason: finish,
+                            input_tokens: Some(a.prompt.len() as u64),
+                            output_tokens: Some(a.output.len() as u64),
+                        };
+                        let _ = a.job.reply.send(Ok(answer));
+                        spare.push(a.cache);
+                    }
+                }
+                Err(e) => {
+                    for a in active.drain(..) {
+                        let _ = a.job.reply.send(Err(e.clone()));
+                        spare.push(a.cache);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks a request and sets it up; an error goes back with the job to its sender.
+    #[allow(clippy::result_large_err)]
+    fn start(&self, job: Job, mut cache: gemma3::Cache) -> Result<Active, (Job, ChatError)> {
+        let settings = &job.settings;
+        let client = |m: String| ChatError::new(FaultKind::ClientError, m);
         if settings.max_tokens == 0 {
-            return Err(ChatError::new(FaultKind::ClientError, "max_tokens must be at least 1"));
+            return Err((job, client("max_tokens must be at least 1".into())));
         }
         if !settings.temperature.is_finite() || settings.temperature < 0.0 {
-            return Err(ChatError::new(
-                FaultKind::ClientError,
-                format!("temperature must be 0 or more, not {}", settings.temperature),
-            ));
+            let e = client(format!("temperature must be 0 or more, not {}", settings.temperature));
+            return Err((job, e));
         }
-        let prompter = Arc::clone(&self.prompter);
-        let prompt = prompter.prompt_ids(messages)?;
+        let prompt = match self.prompter.prompt_ids(&job.messages) {
+            Ok(p) => p,
+            Err(e) => return Err((job, e)),
+        };
         if prompt.len() >= self.context_length {
-            return Err(ChatError::new(
-                FaultKind::ClientError,
-                format!(
-                    "the prompt has {} tokens; the model's context is {} tokens",
-                    prompt.len(),
-                    self.context_length
-                ),
+            let e = client(format!(
+                "the prompt has {} tokens; the model's context is {} tokens",
+                prompt.len(),
+                self.context_length
             ));
+            return Err((job, e));
         }
         let budget = (settings.max_tokens as usize).min(self.context_length - prompt.len());
         let sampling = if settings.temperature <= 0.0 {
@@ -354,49 +498,77 @@ impl Engine {
                 _ => Sampling::All { temperature },
             }
         };
-        let mut sampler = LogitsProcessor::from_sampling(settings.seed.unwrap_or(0), sampling);
+        let sampler = LogitsProcessor::from_sampling(settings.seed.unwrap_or(0), sampling);
+        cache.clear();
+        Ok(Active { job, prompt, fed: 0, output: Vec::new(), budget, sampler, cache })
+    }
 
-        let input = Tensor::new(prompt.as_slice(), &self.device).and_then(|t| t.unsqueeze(0)).map_err(engine_err)?;
-        let mut logits = self.weights.forward(&input, 0).map_err(engine_err)?;
-        let mut output: Vec<u32> = Vec::new();
-        let finish = loop {
-            if cancelled() {
-                return Err(ChatError::new(FaultKind::Engine, "cancelled: the request was dropped"));
+    /// One forward pass over the active requests: a piece of each prompt not yet run (up to
+    /// [`PROMPT_TOKENS_PER_STEP`] in all; candle's models take one request at a time, whole) and the
+    /// last token of each answer being generated; then a token is sampled for each request whose
+    /// prompt is complete. Returns, per request, how it finished, if it did.
+    fn step(&mut self, active: &mut [Active]) -> Result<Vec<Option<FinishReason>>, ChatError> {
+        let whole = !matches!(self.weights, Weights::Gemma3(_));
+        // Per request: the positions it runs now (in prompt + answer), and whether it samples after.
+        let mut room = PROMPT_TOKENS_PER_STEP;
+        let mut plan: Vec<(usize, usize, bool)> = Vec::with_capacity(active.len());
+        for a in active.iter() {
+            if a.fed < a.prompt.len() {
+                let take = if whole { a.prompt.len() - a.fed } else { (a.prompt.len() - a.fed).min(room) };
+                room -= take.min(room);
+                plan.push((a.fed, a.fed + take, a.fed + take == a.prompt.len()));
+            } else {
+                let at = a.prompt.len() + a.output.len() - 1;
+                plan.push((at, at + 1, true));
             }
-            let logits_1d = logits.squeeze(0).and_then(|l| l.to_dtype(candle_core::DType::F32)).map_err(engine_err)?;
-            let next = sampler.sample(&logits_1d).map_err(engine_err)?;
-            if prompter.is_stop(next) {
-                break FinishReason::Stop;
+        }
+        let tokens: Vec<Vec<u32>> = active
+            .iter()
+            .zip(&plan)
+            .map(|(a, &(from, to, _))| a.prompt.iter().chain(&a.output).skip(from).take(to - from).copied().collect())
+            .collect();
+        let logits: Vec<Vec<f32>> = match &mut self.weights {
+            Weights::Gemma3(model) => {
+                let mut chunks: Vec<gemma3::Chunk> = active
+                    .iter_mut()
+                    .zip(&tokens)
+                    .zip(&plan)
+                    .filter(|((_, t), _)| !t.is_empty())
+                    .map(|((a, t), &(_, _, sample))| gemma3::Chunk { cache: &mut a.cache, tokens: t, logits: sample })
+                    .collect();
+                let mut out = model.forward(&mut chunks).map_err(engine_error)?.into_iter();
+                tokens.iter().map(|t| if t.is_empty() { Vec::new() } else { out.next().unwrap_or_default() }).collect()
             }
-            output.push(next);
-            if output.len() >= budget {
-                break FinishReason::Length;
+            other => {
+                let mut out = Vec::with_capacity(active.len());
+                for (t, &(from, _, _)) in tokens.iter().zip(&plan) {
+                    out.push(if t.is_empty() { Vec::new() } else { other.forward_one(t, from).map_err(engine_error)? });
+                }
+                out
             }
-            let input = Tensor::new(&[next], &self.device).and_then(|t| t.unsqueeze(0)).map_err(engine_err)?;
-            logits = self.weights.forward(&input, prompt.len() + output.len() - 1).map_err(engine_err)?;
         };
-        Ok(ChatResponse {
-            text: prompter.tokenizer.decode(&output),
-            finish_reason: finish,
-            input_tokens: Some(prompt.len() as u64),
-            output_tokens: Some(output.len() as u64),
-        })
+        let mut finished = Vec::with_capacity(active.len());
+        for ((a, &(from, to, sample)), logits) in active.iter_mut().zip(&plan).zip(logits) {
+            if from < a.prompt.len() {
+                a.fed = to;
+            }
+            if !sample || to == from {
+                finished.push(None);
+                continue;
+            }
+            let n = logits.len();
+            let next = Tensor::from_vec(logits, n, &Device::Cpu)
+                .and_then(|l| a.sampler.sample(&l))
+                .map_err(engine_error)?;
+            if self.prompter.is_stop(next) {
+                finished.push(Some(FinishReason::Stop));
+                continue;
+            }
+            a.output.push(next);
+            finished.push((a.output.len() >= a.budget).then_some(FinishReason::Length));
+        }
+        Ok(finished)
     }
-}
-
-/// Largest model (as f32) whose weights are expanded at load: see [`gemma3`]'s `dequantize`.
-const DEQUANTIZE_MAX_BYTES: u64 = 2 << 30;
-
-/// Whether to expand the weights to f32: `H2HTALK_LOCAL_DEQUANTIZE=1|0` decides, else models up to
-/// 2 GiB as f32 (Gemma 3 270M: about 1.1 GB) are expanded and larger ones stay quantized.
-fn dequantize_policy(content: &gguf_file::Content) -> bool {
-    match std::env::var("H2HTALK_LOCAL_DEQUANTIZE").as_deref() {
-        Ok("1") | Ok("true") => return true,
-        Ok("0") | Ok("false") => return false,
-        _ => {}
-    }
-    let f32_bytes: u64 = content.tensor_infos.values().map(|t| t.shape.elem_count() as u64 * 4).sum();
-    f32_bytes <= DEQUANTIZE_MAX_BYTES
 }
 
 fn chat_role(role: &str) -> Option<&'static str> {

@@ -1,491 +1,398 @@
-//! Gemma 3 (text) with quantized weights from a GGUF file.
+//! Gemma 3 (text), run on the weights as stored in the GGUF file ([`crate::quant`]).
 //!
-//! Forked from `candle-transformers` 0.11.1 `models/quantized_gemma3.rs` (MIT OR Apache-2.0, Hugging Face)
-//! with four changes:
-//! - the feed-forward activation is GELU (tanh approximation), Gemma's `gelu_pytorch_tanh`; upstream
-//!   uses SiLU, which makes the model babble;
-//! - sliding-window layers keep only the last `sliding_window` keys and values while decoding, so a token
-//!   attends to the same window during generation as during the prompt pass (upstream lets decoding attend
-//!   to the whole cache once a conversation is longer than the window), and the window is `i - j < 512`
-//!   as in transformers and llama.cpp (upstream allows one more position);
-//! - the rotary tables are computed once per frequency, for the model's context length (upstream builds
-//!   two 131072-row tables per layer: about 2.3 GB for an 18-layer model);
-//! - a prompt longer than the context is an error instead of a panic deep in `narrow`;
-//! - `dequantize`: the weights can be expanded to f32 at load. candle's CPU kernels for these quant
-//!   types (Q5_0, Q8_0, and K-quants whose rows are not a multiple of 256) use SIMD only when the crate
-//!   is compiled with `-C target-feature=+avx2`; a portable build runs them scalar, while its f32
-//!   matrix products pick SIMD at run time. For a small model that is several times faster.
-//! - a Q8_0 embedding matrix (and the output projection, tied to it or not) stays Q8_0 ([`crate::q8`]):
-//!   expanded, Gemma 3's 262,144-token vocabulary is 671 MB of f32 read for every generated token;
-//!   and decoding steps use the layers' Q8_0 and Q5_0 weights as stored (prompt passes the f32 copy).
+//! One forward pass takes a batch of chunks, each a run of tokens of one sequence appended after
+//! what that sequence's [`Cache`] holds: a prompt, a piece of one, or the next token of a sequence
+//! being decoded. All rows of the batch go through each weight matrix together, so a batch of
+//! decoding sequences reads the weights once per step; attention is per sequence.
+//!
+//! The model as llama.cpp and transformers compute it: embeddings scaled by `sqrt(n_embd)`;
+//! per layer an RMS-normed attention block with RMS-normed queries and keys, rotary positions (base
+//! 10,000 on sliding-window layers, the file's base on global ones: every sixth layer), a query
+//! scale of `1/sqrt(head_dim)`, and sliding layers attending to positions `j` with `i - j < window`;
+//! post-attention norm and residual; a GeGLU feed-forward block with the tanh GELU, post-norm and
+//! residual; the final norm; and the output projection (the embedding matrix when tied).
 
-use candle::D;
-use candle::quantized::QTensor;
-use candle::quantized::gguf_file;
-use candle::{DType, Device, IndexOp, Result, Tensor};
-use candle_core as candle;
-use candle_nn::{Embedding, Module};
 use std::sync::Arc;
 
-use crate::q8::Q8Matrix;
-use candle_transformers::quantized_nn::RmsNorm;
+use candle_core::Device;
+use candle_core::quantized::{QTensor, gguf_file};
+use rayon::prelude::*;
 
-pub const DEFAULT_SLIDING_WINDOW_TYPE: usize = 6;
-pub const DEFAULT_ROPE_FREQUENCY: f32 = 1_000_000.;
-pub const DEFAULT_ROPE_FREQUENCY_SLIDING: f32 = 10_000.;
-pub const DEFAULT_ROPE_FREQUENCY_SCALE_FACTOR: f32 = 1.;
+use crate::quant::{self, Acts, QMatrix};
 
-/// Activation rows up to which a Q8_0/Q5_0 weight is used as stored ([`crate::q8`]): a decoding
-/// step reads each weight once for a few rows, where the bytes read decide the speed. A prompt pass
-/// multiplies many rows at once, where candle's f32 matrix product is faster.
-const STORED_WEIGHT_ROWS: usize = 8;
+const DEFAULT_SLIDING_WINDOW_PATTERN: usize = 6;
+const DEFAULT_ROPE_BASE: f32 = 1_000_000.;
+const DEFAULT_ROPE_BASE_SLIDING: f32 = 10_000.;
 
-#[derive(Debug, Clone)]
-struct QMatMul {
-    inner: candle::quantized::QMatMul,
-    /// The weight as stored, for decoding steps, when it is Q8_0 or Q5_0.
-    stored: Option<Arc<Q8Matrix>>,
-}
-
-impl QMatMul {
-    fn from_qtensor(qtensor: QTensor, dequantize: bool) -> Result<Self> {
-        let stored = Q8Matrix::from_qtensor(&qtensor)?.map(Arc::new);
-        let inner = if dequantize {
-            candle::quantized::QMatMul::Tensor(qtensor.dequantize(&qtensor.device())?)
-        } else {
-            candle::quantized::QMatMul::from_qtensor(qtensor)?
-        };
-        Ok(Self { inner, stored })
-    }
-
-    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        if let Some(m) = &self.stored
-            && xs.elem_count() / m.cols() <= STORED_WEIGHT_ROWS
-        {
-            return m.matmul_t(xs);
-        }
-        self.inner.forward(xs)
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Mlp {
-    feed_forward_gate: QMatMul, // ffn_gate in GGUF
-    feed_forward_up: QMatMul,   // ffn_up in GGUF
-    feed_forward_down: QMatMul, // ffn_down in GGUF
-}
-
-impl Module for Mlp {
-    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        let gate = self.feed_forward_gate.forward(xs)?;
-        let up = self.feed_forward_up.forward(xs)?;
-        // GeGLU with the tanh approximation (`gelu_pytorch_tanh`), as Gemma 3 and llama.cpp compute it.
-        let gated = (gate.gelu()? * up)?;
-        self.feed_forward_down.forward(&gated)
-    }
-}
-
-#[derive(Debug, Clone)]
-struct RotaryEmbedding {
-    sin: Tensor,
-    cos: Tensor,
-}
-
-impl RotaryEmbedding {
-    fn new(head_dim: usize, rope_frequency: f32, max_positions: usize, device: &Device) -> Result<Self> {
-        let theta: Vec<_> =
-            (0..head_dim).step_by(2).map(|i| 1f32 / rope_frequency.powf(i as f32 / head_dim as f32)).collect();
-        let theta = Tensor::new(theta.as_slice(), device)?;
-        let idx_theta = Tensor::arange(0, max_positions as u32, device)?
-            .to_dtype(DType::F32)?
-            .reshape((max_positions, 1))?
-            .matmul(&theta.reshape((1, theta.elem_count()))?)?;
-        let cos = idx_theta.cos()?;
-        let sin = idx_theta.sin()?;
-        Ok(Self { sin, cos })
-    }
-
-    fn apply_rotary_emb_qkv(&self, q: &Tensor, k: &Tensor, index_pos: usize) -> Result<(Tensor, Tensor)> {
-        let (_b_sz, _h, seq_len, _n_embd) = q.dims4()?;
-        let cos = self.cos.narrow(0, index_pos, seq_len)?;
-        let sin = self.sin.narrow(0, index_pos, seq_len)?;
-        let q_embed = candle_nn::rotary_emb::rope(&q.contiguous()?, &cos, &sin)?;
-        let k_embed = candle_nn::rotary_emb::rope(&k.contiguous()?, &cos, &sin)?;
-        Ok((q_embed, k_embed))
-    }
-}
-
-#[derive(Debug, Clone)]
-struct LayerWeights {
-    // Attention components
-    attention_wq: QMatMul,
-    attention_wk: QMatMul,
-    attention_wv: QMatMul,
-    attention_wo: QMatMul,
-
-    // Specialized normalization for Q and K
-    attention_q_norm: RmsNorm,
-    attention_k_norm: RmsNorm,
-
-    // Layer normalization
-    attention_norm: RmsNorm,      // Applied before attention
-    post_attention_norm: RmsNorm, // Applied after attention
-    ffn_norm: RmsNorm,            // Applied before feedforward
-    post_ffn_norm: RmsNorm,       // Applied after feedforward
-
-    // Feed-forward network
-    mlp: Mlp,
-
-    // Attention parameters
-    n_head: usize,    // Number of query heads
-    n_kv_head: usize, // Number of key-value heads
-    head_dim: usize,  // Dimension of each head
-    q_dim: usize,     // Total dimension for queries
-
-    sliding_window_size: Option<usize>,
-
-    rotary_embedding: RotaryEmbedding,
-    neg_inf: Tensor,
-
-    // Cache
-    kv_cache: Option<(Tensor, Tensor)>,
-    // Tracing
-}
-
-impl LayerWeights {
-    fn mask(&self, b_sz: usize, seq_len: usize, index_pos: usize, dtype: DType, device: &Device) -> Result<Tensor> {
-        let mask: Vec<_> = if let Some(sliding_window_size) = self.sliding_window_size {
-            (0..seq_len)
-                .flat_map(|i| {
-                    (0..seq_len).map(move |j| if i < j || j + sliding_window_size <= i { 0u32 } else { 1u32 })
-                })
-                .collect()
-        } else {
-            (0..seq_len).flat_map(|i| (0..seq_len).map(move |j| if i < j { 0u32 } else { 1u32 })).collect()
-        };
-        let mask = Tensor::from_slice(&mask, (seq_len, seq_len), device)?;
-        let mask = if index_pos > 0 {
-            let mask0 = Tensor::zeros((seq_len, index_pos), DType::F32, device)?;
-            Tensor::cat(&[&mask0, &mask], D::Minus1)?
-        } else {
-            mask
-        };
-        mask.expand((b_sz, 1, seq_len, seq_len + index_pos))?.to_dtype(dtype)
-    }
-
-    fn forward_attn(&mut self, x: &Tensor, mask: Option<&Tensor>, index_pos: usize) -> Result<Tensor> {
-        let (b_sz, seq_len, _) = x.dims3()?;
-
-        let q = self.attention_wq.forward(x)?;
-        let k = self.attention_wk.forward(x)?;
-        let v = self.attention_wv.forward(x)?;
-
-        let q = q.reshape((b_sz, seq_len, self.n_head, self.head_dim))?.transpose(1, 2)?;
-        let k = k.reshape((b_sz, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
-        let v = v.reshape((b_sz, seq_len, self.n_kv_head, self.head_dim))?.transpose(1, 2)?;
-
-        let q = self.attention_q_norm.forward(&q.contiguous()?)?;
-        let k = self.attention_k_norm.forward(&k.contiguous()?)?;
-
-        let (q, k) = self.rotary_embedding.apply_rotary_emb_qkv(&q, &k, index_pos)?;
-
-        let (k, v) = match &self.kv_cache {
-            None => (k, v),
-            Some((k_cache, v_cache)) => {
-                if index_pos == 0 {
-                    (k, v)
-                } else {
-                    let k = Tensor::cat(&[k_cache, &k], 2)?; // concat on seq dim
-                    let v = Tensor::cat(&[v_cache, &v], 2)?;
-                    (k, v)
-                }
-            }
-        };
-        // A sliding layer attends to the last `window` positions, itself included (as in transformers
-        // and llama.cpp: `i - j < window`), so the next token needs only the last `window - 1` keys.
-        let (k, v) = match self.sliding_window_size {
-            Some(window) if seq_len == 1 && k.dim(2)? > window => {
-                let len = k.dim(2)?;
-                (k.narrow(2, len - window, window)?, v.narrow(2, len - window, window)?)
-            }
-            _ => (k, v),
-        };
-        let kept = match self.sliding_window_size {
-            Some(window) if k.dim(2)? >= window => {
-                let (len, keep) = (k.dim(2)?, window - 1);
-                (k.narrow(2, len - keep, keep)?.contiguous()?, v.narrow(2, len - keep, keep)?.contiguous()?)
-            }
-            _ => (k.clone(), v.clone()),
-        };
-        self.kv_cache = Some(kept); // update cache
-
-        // Repeat KV for GQA
-        let k = candle_transformers::utils::repeat_kv(k, self.n_head / self.n_kv_head)?;
-        let v = candle_transformers::utils::repeat_kv(v, self.n_head / self.n_kv_head)?;
-
-        // Scaled Dot-Product Attention
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let mut attn_weights = (q.matmul(&k.transpose(2, 3)?)? * scale)?;
-
-        if let Some(mask) = mask {
-            let mask = mask.broadcast_as(attn_weights.shape())?;
-            let neg_inf = self.neg_inf.broadcast_as(attn_weights.dims())?;
-            attn_weights = mask.eq(0u32)?.where_cond(&neg_inf, &attn_weights)?;
-        }
-
-        let attn_weights = candle_nn::ops::softmax_last_dim(&attn_weights)?;
-        let attn_output = attn_weights.matmul(&v)?;
-
-        let attn_output = attn_output.transpose(1, 2)?.reshape((b_sz, seq_len, self.q_dim))?;
-
-        self.attention_wo.forward(&attn_output)
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct ModelWeights {
+/// What a GGUF says about the model's shape.
+#[derive(Clone, Debug)]
+struct Config {
+    n_embd: usize,
+    n_head: usize,
+    n_kv_head: usize,
+    head_dim: usize,
+    eps: f32,
+    window: usize,
     context_length: usize,
-    tok_embeddings: TokenEmbeddings,
-    embedding_length: usize,
-    layers: Vec<LayerWeights>,
-    norm: RmsNorm,
-    output: Output,
+    rope_base: f32,
+    rope_base_sliding: f32,
 }
 
-/// The embedding matrix: kept as Q8_0 when it is stored so, else expanded.
-#[derive(Debug, Clone)]
-enum TokenEmbeddings {
-    Q8(Arc<Q8Matrix>),
-    Dense(Embedding),
+struct Layer {
+    wq: QMatrix,
+    wk: QMatrix,
+    wv: QMatrix,
+    wo: QMatrix,
+    gate: QMatrix,
+    up: QMatrix,
+    down: QMatrix,
+    attn_norm: Vec<f32>,
+    q_norm: Vec<f32>,
+    k_norm: Vec<f32>,
+    post_attn_norm: Vec<f32>,
+    ffn_norm: Vec<f32>,
+    post_ffn_norm: Vec<f32>,
+    sliding: bool,
 }
 
-/// The output projection: Q8_0 kept as it is, or a candle matrix product.
-#[derive(Debug, Clone)]
-enum Output {
-    Q8(Arc<Q8Matrix>),
-    Other(QMatMul),
+/// Gemma 3's weights.
+pub struct Model {
+    cfg: Config,
+    embed: Arc<QMatrix>,
+    output: Arc<QMatrix>,
+    norm: Vec<f32>,
+    layers: Vec<Layer>,
 }
 
-impl ModelWeights {
-    pub fn from_gguf<R: std::io::Seek + std::io::Read>(
-        ct: gguf_file::Content,
-        reader: &mut R,
-        device: &Device,
-        dequantize: bool,
-    ) -> Result<Self> {
-        // Detect architecture prefix by probing which keys exist in metadata.
-        // This supports gemma3, gemma2, gemma, gemma-embedding, and future variants.
+/// The keys and values one sequence has stored, per layer (f32, `n_kv_head × head_dim` per position).
+#[derive(Default)]
+pub struct Cache {
+    layers: Vec<(Vec<f32>, Vec<f32>)>,
+    len: usize,
+}
+
+impl Cache {
+    /// Positions stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forgets everything (the allocation is kept for the next sequence).
+    pub fn clear(&mut self) {
+        for (k, v) in &mut self.layers {
+            k.clear();
+            v.clear();
+        }
+        self.len = 0;
+    }
+}
+
+/// Tokens of one sequence to run after what its cache holds.
+pub struct Chunk<'a> {
+    pub cache: &'a mut Cache,
+    pub tokens: &'a [u32],
+    /// Whether the logits of the last token are wanted (not for a piece of a prompt that goes on).
+    pub logits: bool,
+}
+
+fn err(m: impl std::fmt::Display) -> candle_core::Error {
+    candle_core::Error::Msg(m.to_string())
+}
+
+impl Model {
+    pub fn from_gguf<R: std::io::Seek + std::io::Read>(ct: gguf_file::Content, reader: &mut R) -> candle_core::Result<Model> {
         let prefix = ["gemma3", "gemma2", "gemma", "gemma-embedding"]
             .iter()
-            .find(|p| ct.metadata.contains_key(&format!("{}.attention.head_count", p)))
+            .find(|p| ct.metadata.contains_key(&format!("{p}.attention.head_count")))
             .copied()
             .unwrap_or("gemma3");
-
-        let md_get = |s: &str| {
+        let md = |s: &str| {
             let key = format!("{prefix}.{s}");
-            match ct.metadata.get(&key) {
-                None => candle::bail!("cannot find {key} in metadata"),
-                Some(v) => Ok(v),
-            }
+            ct.metadata.get(&key).ok_or_else(|| err(format!("cannot find {key} in metadata")))
         };
-
-        let head_count = md_get("attention.head_count")?.to_u32()? as usize;
-        let head_count_kv = md_get("attention.head_count_kv")?.to_u32()? as usize;
-        let block_count = md_get("block_count")?.to_u32()? as usize;
-        let embedding_length = md_get("embedding_length")?.to_u32()? as usize;
-        let key_length = md_get("attention.key_length")?.to_u32()? as usize;
-        let _value_length = md_get("attention.value_length")?.to_u32()? as usize;
-        let rms_norm_eps = md_get("attention.layer_norm_rms_epsilon")?.to_f32()? as f64;
-        let sliding_window_size = md_get("attention.sliding_window")?.to_u32()? as usize;
-
-        let sliding_window_type = md_get("attention.sliding_window_type")
-            .and_then(|m| Ok(m.to_u32()? as usize))
-            .unwrap_or(DEFAULT_SLIDING_WINDOW_TYPE);
-
-        let rope_freq_base = md_get("rope.freq_base").and_then(|m| m.to_f32()).unwrap_or(DEFAULT_ROPE_FREQUENCY);
-
-        let context_length = md_get("context_length").and_then(|m| Ok(m.to_u32()? as usize)).unwrap_or(32768);
-
-        let rope_freq_base_sliding =
-            md_get("rope.local_freq_base").and_then(|m| m.to_f32()).unwrap_or(DEFAULT_ROPE_FREQUENCY_SLIDING);
-
-        // Unused in Llama.cpp so we aren't using it here.
-        let _rope_freq_scaling_factor =
-            md_get("rope.scaling.factor").and_then(|m| m.to_f32()).unwrap_or(DEFAULT_ROPE_FREQUENCY_SCALE_FACTOR);
-
-        // Compute the dimensions for queries, keys, and values
-        // These are the total dimensions when projected across all heads
-        let q_dim = head_count * key_length;
-
-        let neg_inf = Tensor::new(f32::NEG_INFINITY, device)?;
-
-        // Load token embeddings and output projection
-        let embd_q = ct.tensor(reader, "token_embd.weight", device)?;
-        let embd_q8 = Q8Matrix::from_qtensor(&embd_q)?.map(Arc::new);
-        let output_q = ct.tensor(reader, "output.weight", device).ok();
-        let norm = RmsNorm::from_qtensor(ct.tensor(reader, "output_norm.weight", device)?, rms_norm_eps)?;
-        let (tok_embeddings, output) = match (embd_q8, output_q) {
-            // Tied weights, Q8_0: one matrix, kept quantized, serves both.
-            (Some(m), None) => (TokenEmbeddings::Q8(Arc::clone(&m)), Output::Q8(m)),
-            (embd_q8, Some(out)) => {
-                let output = match Q8Matrix::from_qtensor(&out)? {
-                    Some(m) => Output::Q8(Arc::new(m)),
-                    None => Output::Other(QMatMul::from_qtensor(out, dequantize)?),
-                };
-                let embeddings = match embd_q8 {
-                    Some(m) => TokenEmbeddings::Q8(m),
-                    None => TokenEmbeddings::Dense(Embedding::new(embd_q.dequantize(device)?, embedding_length)),
-                };
-                (embeddings, output)
-            }
-            (None, None) => {
-                let dense = embd_q.dequantize(device)?;
-                let output = if dequantize {
-                    // Tied weights, dequantized: the embedding matrix itself serves (no second copy).
-                    QMatMul { inner: candle::quantized::QMatMul::Tensor(dense.clone()), stored: None }
-                } else {
-                    QMatMul::from_qtensor(embd_q, false)?
-                };
-                (TokenEmbeddings::Dense(Embedding::new(dense, embedding_length)), Output::Other(output))
-            }
+        let u = |s: &str| -> candle_core::Result<usize> { Ok(md(s)?.to_u32()? as usize) };
+        let n_head = u("attention.head_count")?;
+        let cfg = Config {
+            n_embd: u("embedding_length")?,
+            n_head,
+            n_kv_head: u("attention.head_count_kv")?,
+            head_dim: u("attention.key_length")?,
+            eps: md("attention.layer_norm_rms_epsilon")?.to_f32()?,
+            window: u("attention.sliding_window")?,
+            context_length: u("context_length").unwrap_or(32768),
+            rope_base: md("rope.freq_base").and_then(|m| m.to_f32()).unwrap_or(DEFAULT_ROPE_BASE),
+            rope_base_sliding: md("rope.local_freq_base").and_then(|m| m.to_f32()).unwrap_or(DEFAULT_ROPE_BASE_SLIDING),
         };
+        if cfg.n_kv_head == 0 || n_head % cfg.n_kv_head != 0 || cfg.head_dim % 2 != 0 {
+            return Err(err(format!(
+                "{} query heads, {} key-value heads of {} values: not a shape this engine runs",
+                n_head, cfg.n_kv_head, cfg.head_dim
+            )));
+        }
+        let pattern = u("attention.sliding_window_type").unwrap_or(DEFAULT_SLIDING_WINDOW_PATTERN);
+        let block_count = u("block_count")?;
 
-        let rope_global = RotaryEmbedding::new(key_length, rope_freq_base, context_length, device)?;
-        let rope_sliding = RotaryEmbedding::new(key_length, rope_freq_base_sliding, context_length, device)?;
+        let mut tensor = |name: &str| -> candle_core::Result<QTensor> { ct.tensor(reader, name, &Device::Cpu) };
+        let vector = |t: QTensor| -> candle_core::Result<Vec<f32>> { t.dequantize(&Device::Cpu)?.to_vec1::<f32>() };
+        let matrix = |t: QTensor| QMatrix::from_qtensor(&t);
 
+        let embed = Arc::new(matrix(tensor("token_embd.weight")?)?);
+        let output = match tensor("output.weight") {
+            Ok(t) => Arc::new(matrix(t)?),
+            Err(_) => Arc::clone(&embed), // tied
+        };
+        let norm = vector(tensor("output_norm.weight")?)?;
         let mut layers = Vec::with_capacity(block_count);
-        for layer_idx in 0..block_count {
-            let prefix = format!("blk.{layer_idx}");
-
-            let attention_wq = ct.tensor(reader, &format!("{prefix}.attn_q.weight"), device)?;
-            let attention_wk = ct.tensor(reader, &format!("{prefix}.attn_k.weight"), device)?;
-            let attention_wv = ct.tensor(reader, &format!("{prefix}.attn_v.weight"), device)?;
-            let attention_wo = ct.tensor(reader, &format!("{prefix}.attn_output.weight"), device)?;
-
-            let attention_q_norm = RmsNorm::from_qtensor(
-                ct.tensor(reader, &format!("{prefix}.attn_q_norm.weight"), device)?,
-                rms_norm_eps,
-            )?;
-
-            let attention_k_norm = RmsNorm::from_qtensor(
-                ct.tensor(reader, &format!("{prefix}.attn_k_norm.weight"), device)?,
-                rms_norm_eps,
-            )?;
-
-            let attention_norm =
-                RmsNorm::from_qtensor(ct.tensor(reader, &format!("{prefix}.attn_norm.weight"), device)?, rms_norm_eps)?;
-
-            let post_attention_norm = RmsNorm::from_qtensor(
-                ct.tensor(reader, &format!("{prefix}.post_attention_norm.weight"), device)?,
-                rms_norm_eps,
-            )?;
-
-            let ffn_norm =
-                RmsNorm::from_qtensor(ct.tensor(reader, &format!("{prefix}.ffn_norm.weight"), device)?, rms_norm_eps)?;
-
-            let post_ffn_norm = RmsNorm::from_qtensor(
-                ct.tensor(reader, &format!("{prefix}.post_ffw_norm.weight"), device)?,
-                rms_norm_eps,
-            )?;
-
-            let feed_forward_gate = ct.tensor(reader, &format!("{prefix}.ffn_gate.weight"), device)?;
-            let feed_forward_up = ct.tensor(reader, &format!("{prefix}.ffn_up.weight"), device)?;
-            let feed_forward_down = ct.tensor(reader, &format!("{prefix}.ffn_down.weight"), device)?;
-
-            let mlp = Mlp {
-                feed_forward_gate: QMatMul::from_qtensor(feed_forward_gate, dequantize)?,
-                feed_forward_up: QMatMul::from_qtensor(feed_forward_up, dequantize)?,
-                feed_forward_down: QMatMul::from_qtensor(feed_forward_down, dequantize)?,
-            };
-
-            // Sliding window pattern hardcoded to 6 because it's not explicitly defined
-            let is_sliding = (layer_idx + 1) % sliding_window_type > 0;
-            let sliding_window_size = is_sliding.then_some(sliding_window_size);
-            let rotary_embedding = if is_sliding { rope_sliding.clone() } else { rope_global.clone() };
-
-            layers.push(LayerWeights {
-                attention_wq: QMatMul::from_qtensor(attention_wq, dequantize)?,
-                attention_wk: QMatMul::from_qtensor(attention_wk, dequantize)?,
-                attention_wv: QMatMul::from_qtensor(attention_wv, dequantize)?,
-                attention_wo: QMatMul::from_qtensor(attention_wo, dequantize)?,
-                attention_q_norm,
-                attention_k_norm,
-                attention_norm,
-                post_attention_norm,
-                ffn_norm,
-                post_ffn_norm,
-                mlp,
-                n_head: head_count,
-                n_kv_head: head_count_kv,
-                head_dim: key_length,
-                q_dim,
-                sliding_window_size,
-                rotary_embedding,
-                neg_inf: neg_inf.clone(),
-                kv_cache: None,
-            })
+        for i in 0..block_count {
+            let mut t = |name: &str| tensor(&format!("blk.{i}.{name}.weight"));
+            layers.push(Layer {
+                wq: matrix(t("attn_q")?)?,
+                wk: matrix(t("attn_k")?)?,
+                wv: matrix(t("attn_v")?)?,
+                wo: matrix(t("attn_output")?)?,
+                gate: matrix(t("ffn_gate")?)?,
+                up: matrix(t("ffn_up")?)?,
+                down: matrix(t("ffn_down")?)?,
+                attn_norm: vector(t("attn_norm")?)?,
+                q_norm: vector(t("attn_q_norm")?)?,
+                k_norm: vector(t("attn_k_norm")?)?,
+                post_attn_norm: vector(t("post_attention_norm")?)?,
+                ffn_norm: vector(t("ffn_norm")?)?,
+                post_ffn_norm: vector(t("post_ffw_norm")?)?,
+                sliding: (i + 1) % pattern > 0,
+            });
         }
-
-        Ok(Self {
-            context_length,
-            tok_embeddings,
-            embedding_length,
-            layers,
-            norm,
-            output,
-        })
+        let (q_dim, kv_dim) = (n_head * cfg.head_dim, cfg.n_kv_head * cfg.head_dim);
+        for (i, l) in layers.iter().enumerate() {
+            let shapes = [
+                ("attn_q", &l.wq, q_dim, cfg.n_embd),
+                ("attn_k", &l.wk, kv_dim, cfg.n_embd),
+                ("attn_v", &l.wv, kv_dim, cfg.n_embd),
+                ("attn_output", &l.wo, cfg.n_embd, q_dim),
+                ("ffn_up", &l.up, l.gate.rows(), cfg.n_embd),
+                ("ffn_down", &l.down, cfg.n_embd, l.gate.rows()),
+            ];
+            for (name, m, rows, cols) in shapes {
+                if (m.rows(), m.cols()) != (rows, cols) {
+                    return Err(err(format!(
+                        "blk.{i}.{name}.weight is {}x{}, expected {rows}x{cols}",
+                        m.rows(),
+                        m.cols()
+                    )));
+                }
+            }
+        }
+        if embed.cols() != cfg.n_embd || output.cols() != cfg.n_embd {
+            return Err(err("token_embd/output width differs from embedding_length"));
+        }
+        Ok(Model { cfg, embed, output, norm, layers })
     }
 
-    /// The most positions the model (and its rotary tables) can take.
+    /// The most positions a sequence can have.
     pub fn context_length(&self) -> usize {
-        self.context_length
+        self.cfg.context_length
     }
 
-    /// Logits of the last position. `index_pos == 0` starts a new sequence (the caches are replaced).
-    pub fn forward(&mut self, x: &Tensor, index_pos: usize) -> Result<Tensor> {
-        let (b_sz, seq_len) = x.dims2()?;
-        if index_pos + seq_len > self.context_length {
-            candle::bail!(
-                "sequence of {} tokens exceeds the model's context length {}",
-                index_pos + seq_len,
-                self.context_length
-            );
+    /// Runs every chunk after its cache and returns the logits of each chunk's last token (empty for
+    /// a chunk that does not want them).
+    pub fn forward(&self, chunks: &mut [Chunk<'_>]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let cfg = &self.cfg;
+        let (d, hd) = (cfg.n_embd, cfg.head_dim);
+        let (q_dim, kv_dim) = (cfg.n_head * hd, cfg.n_kv_head * hd);
+        let avx2 = quant::avx2();
+        // Row r of the batch: its chunk and position.
+        let mut rows: Vec<(usize, usize)> = Vec::new();
+        for (c, chunk) in chunks.iter_mut().enumerate() {
+            if chunk.tokens.is_empty() {
+                return Err(err("a chunk without tokens"));
+            }
+            let start = chunk.cache.len;
+            if start + chunk.tokens.len() > cfg.context_length {
+                return Err(err(format!(
+                    "sequence of {} tokens exceeds the model's context length {}",
+                    start + chunk.tokens.len(),
+                    cfg.context_length
+                )));
+            }
+            if chunk.cache.layers.len() != self.layers.len() {
+                chunk.cache.layers.resize_with(self.layers.len(), Default::default);
+            }
+            rows.extend((0..chunk.tokens.len()).map(|i| (c, start + i)));
         }
-
-        let mut layer_in = match &self.tok_embeddings {
-            TokenEmbeddings::Q8(m) => m.embed(x)?,
-            TokenEmbeddings::Dense(e) => e.forward(x)?,
-        };
-        layer_in = (layer_in * (self.embedding_length as f64).sqrt())?;
-
-        for layer in self.layers.iter_mut() {
-            let attention_mask =
-                if seq_len == 1 { None } else { Some(layer.mask(b_sz, seq_len, index_pos, x.dtype(), x.device())?) };
-
-            // Attention block
-            let residual = &layer_in;
-            let x = layer.attention_norm.forward(&layer_in)?;
-            let x = layer.forward_attn(&x, attention_mask.as_ref(), index_pos)?;
-            let x = layer.post_attention_norm.forward(&x)?;
-            let x = (x + residual)?;
-
-            // Feed-forward block
-            let residual = &x;
-            let x = layer.ffn_norm.forward(&x)?;
-            let x = layer.mlp.forward(&x)?;
-            let x = layer.post_ffn_norm.forward(&x)?;
-            let x = (x + residual)?;
-
-            layer_in = x;
+        let n = rows.len();
+        let mut x = vec![0f32; n * d];
+        let scale = (d as f32).sqrt();
+        for (row, &id) in x.chunks_exact_mut(d).zip(chunks.iter().flat_map(|c| c.tokens.iter())) {
+            if id as usize >= self.embed.rows() {
+                return Err(err(format!("token id {id} is outside the vocabulary of {}", self.embed.rows())));
+            }
+            self.embed.row_into(id as usize, row);
+            row.iter_mut().for_each(|v| *v *= scale);
         }
+        let rope = Rope::new(hd, &rows);
+        let (base_global, base_sliding) = (
+            rope.table(cfg.rope_base),
+            rope.table(cfg.rope_base_sliding),
+        );
 
-        let x = layer_in.i((.., seq_len - 1, ..))?;
-        let x = self.norm.forward(&x)?;
-        let output = match &self.output {
-            Output::Q8(m) => m.matmul_t(&x)?,
-            Output::Other(q) => q.forward(&x)?,
-        };
+        let mut acts = Acts::new();
+        let mut h = vec![0f32; n * d];
+        let (mut q, mut k, mut v) = (vec![0f32; n * q_dim], vec![0f32; n * kv_dim], vec![0f32; n * kv_dim]);
+        let mut attn = vec![0f32; n * q_dim];
+        let mut o = vec![0f32; n * d];
+        for (li, layer) in self.layers.iter().enumerate() {
+            rms_norm_rows(&x, &mut h, &layer.attn_norm, cfg.eps);
+            acts.quantize(&h, d);
+            layer.wq.matmul(&acts, &mut q);
+            layer.wk.matmul(&acts, &mut k);
+            layer.wv.matmul(&acts, &mut v);
+            let table = if layer.sliding { &base_sliding } else { &base_global };
+            for (r, head) in q.chunks_exact_mut(hd).enumerate() {
+                rms_norm(head, &layer.q_norm, cfg.eps);
+                table.apply(head, r / cfg.n_head);
+            }
+            for (r, head) in k.chunks_exact_mut(hd).enumerate() {
+                rms_norm(head, &layer.k_norm, cfg.eps);
+                table.apply(head, r / cfg.n_kv_head);
+            }
+            for (r, &(c, _)) in rows.iter().enumerate() {
+                let (kc, vc) = &mut chunks[c].cache.layers[li];
+                kc.extend_from_slice(&k[r * kv_dim..(r + 1) * kv_dim]);
+                vc.extend_from_slice(&v[r * kv_dim..(r + 1) * kv_dim]);
+            }
+            let window = layer.sliding.then_some(cfg.window);
+            let group = cfg.n_head / cfg.n_kv_head;
+            let caches: Vec<&(Vec<f32>, Vec<f32>)> = chunks.iter().map(|c| &c.cache.layers[li]).collect();
+            let att_scale = 1.0 / (hd as f32).sqrt();
+            attn.par_chunks_mut(hd).enumerate().for_each(|(task, out)| {
+                let (r, head) = (task / cfg.n_head, task % cfg.n_head);
+                let (c, pos) = rows[r];
+                let (kc, vc) = caches[c];
+                let lo = window.map_or(0, |w| (pos + 1).saturating_sub(w));
+                let kv = head / group;
+                let qh = &q[r * q_dim + head * hd..r * q_dim + (head + 1) * hd];
+                let mut scores: Vec<f32> = (lo..=pos)
+                    .map(|j| quant::dot_f32(qh, &kc[j * kv_dim + kv * hd..j * kv_dim + (kv + 1) * hd], avx2) * att_scale)
+                    .collect();
+                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0f32;
+                for s in scores.iter_mut() {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                }
+                out.fill(0.0);
+                for (j, s) in (lo..=pos).zip(&scores) {
+                    quant::axpy(out, s / sum, &vc[j * kv_dim + kv * hd..j * kv_dim + (kv + 1) * hd], avx2);
+                }
+            });
+            acts.quantize(&attn, q_dim);
+            layer.wo.matmul(&acts, &mut o);
+            for (orow, xrow) in o.chunks_exact_mut(d).zip(x.chunks_exact_mut(d)) {
+                rms_norm(orow, &layer.post_attn_norm, cfg.eps);
+                xrow.iter_mut().zip(orow.iter()).for_each(|(x, o)| *x += o);
+            }
 
-        Ok(output)
+            rms_norm_rows(&x, &mut h, &layer.ffn_norm, cfg.eps);
+            acts.quantize(&h, d);
+            let ff = layer.gate.rows();
+            let mut gate = vec![0f32; n * ff];
+            let mut up = vec![0f32; n * ff];
+            layer.gate.matmul(&acts, &mut gate);
+            layer.up.matmul(&acts, &mut up);
+            gate.par_chunks_mut(4096).zip(up.par_chunks(4096)).for_each(|(g, u)| quant::gelu_mul(g, u, avx2));
+            acts.quantize(&gate, ff);
+            layer.down.matmul(&acts, &mut o);
+            for (orow, xrow) in o.chunks_exact_mut(d).zip(x.chunks_exact_mut(d)) {
+                rms_norm(orow, &layer.post_ffn_norm, cfg.eps);
+                xrow.iter_mut().zip(orow.iter()).for_each(|(x, o)| *x += o);
+            }
+        }
+        for chunk in chunks.iter_mut() {
+            chunk.cache.len += chunk.tokens.len();
+        }
+        // The last row of each chunk that wants logits.
+        let mut last = Vec::new();
+        let mut end = 0;
+        for chunk in chunks.iter() {
+            end += chunk.tokens.len();
+            if chunk.logits {
+                let mut row = x[(end - 1) * d..end * d].to_vec();
+                rms_norm(&mut row, &self.norm, cfg.eps);
+                last.extend(row);
+            }
+        }
+        let vocab = self.output.rows();
+        let mut logits = vec![0f32; last.len() / d * vocab];
+        if !last.is_empty() {
+            acts.quantize(&last, d);
+            self.output.matmul(&acts, &mut logits);
+        }
+        let mut rows = logits.chunks_exact(vocab);
+        Ok(chunks.iter().map(|c| if c.logits { rows.next().expect("one row per chunk").to_vec() } else { Vec::new() }).collect())
+    }
+}
+
+/// `x / rms(x) · w`, as candle's `rms_norm` computes it.
+fn rms_norm(x: &mut [f32], w: &[f32], eps: f32) {
+    let sum2: f32 = x.iter().map(|v| v * v).sum();
+    let m = (sum2 / x.len() as f32 + eps).sqrt();
+    x.iter_mut().zip(w).for_each(|(v, w)| *v = *v / m * w);
+}
+
+fn rms_norm_rows(x: &[f32], out: &mut [f32], w: &[f32], eps: f32) {
+    out.copy_from_slice(x);
+    for row in out.chunks_exact_mut(w.len()) {
+        rms_norm(row, w, eps);
+    }
+}
+
+/// Rotary positions of the batch's rows.
+struct Rope {
+    half: usize,
+    positions: Vec<usize>,
+}
+
+/// cos and sin per row and frequency for one base.
+struct RopeTable {
+    half: usize,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+impl Rope {
+    fn new(head_dim: usize, rows: &[(usize, usize)]) -> Rope {
+        Rope { half: head_dim / 2, positions: rows.iter().map(|&(_, p)| p).collect() }
+    }
+
+    fn table(&self, base: f32) -> RopeTable {
+        let dim = (2 * self.half) as f32;
+        let theta: Vec<f32> = (0..self.half).map(|i| 1f32 / base.powf((2 * i) as f32 / dim)).collect();
+        let mut cos = Vec::with_capacity(self.positions.len() * self.half);
+        let mut sin = Vec::with_capacity(self.positions.len() * self.half);
+        for &p in &self.positions {
+            for &t in &theta {
+                let a = p as f32 * t;
+                cos.push(a.cos());
+                sin.push(a.sin());
+            }
+        }
+        RopeTable { half: self.half, cos, sin }
+    }
+}
+
+impl RopeTable {
+    /// Rotates one head of row `row` (pairs `i` and `i + half`).
+    fn apply(&self, x: &mut [f32], row: usize) {
+        let (cos, sin) = (&self.cos[row * self.half..][..self.half], &self.sin[row * self.half..][..self.half]);
+        let (a, b) = x.split_at_mut(self.half);
+        for i in 0..self.half {
+            let (x0, x1) = (a[i], b[i]);
+            a[i] = x0 * cos[i] - x1 * sin[i];
+            b[i] = x1 * cos[i] + x0 * sin[i];
+        }
     }
 }

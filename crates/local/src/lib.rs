@@ -1,12 +1,15 @@
-//! The embedded local model: a quantized GGUF chat model run in this process with candle, behind
-//! [`h2htalk_llm::ChatModel`].
+//! The embedded local model: a quantized GGUF chat model run in this process, behind
+//! [`h2htalk_llm::ChatModel`]. Gemma 3 runs on this crate's own engine ([`gemma3`], [`quant`]: the
+//! weights as stored, SIMD picked at run time); Qwen2 and Llama on candle's models.
 //!
 //! - Specs: `local:gemma3-270m` (the embedded default, installed by `scripts/fetch-models.sh` into
 //!   `$H2HTALK_MODELS`, else `${H2HTALK_HOME:-~/.cache/h2htalk}/models`) and `local:PATH.gguf` (any file).
 //! - Architectures (`general.architecture`): `gemma3` (the default), `qwen2`, `llama` (Llama 3 format).
 //! - The tokenizer is built from the GGUF's own metadata ([`tokenizer`]); nothing is downloaded.
 //! - Generation runs on one engine thread that owns the model; [`ChatModel::chat`] sends it a request
-//!   and awaits the answer, so the async executor is never blocked. Temperature 0 is greedy; otherwise
+//!   and awaits the answer, so the async executor is never blocked. Gemma 3 decodes up to
+//!   [`LocalModel::batch`] requests together (continuous batching: a finished request's place goes to
+//!   the next); each answer is the one the request gets alone. Temperature 0 is greedy; otherwise
 //!   sampling is seeded with the request's seed, so a request gives the same answer every time.
 //!
 //! ```no_run
@@ -29,15 +32,17 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::UNIX_EPOCH;
 
-use h2htalk_llm::{BoxFuture, ChatError, ChatMessage, ChatModel, ChatRequest, ChatResponse, FaultKind, ModelSpec};
+use h2htalk_llm::{BoxFuture, ChatError, ChatModel, ChatRequest, ChatResponse, FaultKind, ModelSpec};
 use sha2::{Digest, Sha256};
+
+use engine::Job;
 
 mod engine;
 pub mod gemma3;
-mod q8;
+pub mod quant;
 pub mod tokenizer;
 
-pub use engine::{ChatFormat, Prompter, SUPPORTED_ARCHITECTURES};
+pub use engine::{ChatFormat, Prompter, SUPPORTED_ARCHITECTURES, Stats};
 
 /// The embedded default model's name (`local:gemma3-270m`).
 pub const DEFAULT_MODEL: &str = "gemma3-270m";
@@ -119,13 +124,9 @@ pub struct LocalModel {
     architecture: String,
     prompter: Arc<engine::Prompter>,
     context_length: usize,
+    batch: usize,
+    stats: Arc<engine::Counters>,
     jobs: Mutex<mpsc::Sender<Job>>,
-}
-
-struct Job {
-    messages: Vec<ChatMessage>,
-    settings: h2htalk_llm::GenerationSettings,
-    reply: tokio::sync::oneshot::Sender<Result<ChatResponse, ChatError>>,
 }
 
 impl LocalModel {
@@ -167,29 +168,28 @@ impl LocalModel {
         let architecture = engine.architecture.clone();
         let prompter = Arc::clone(&engine.prompter);
         let context_length = engine.context_length();
+        let batch = engine.batch();
+        let stats = Arc::clone(&engine.stats);
+        let io = |source| LocalError::Io { path: path.to_path_buf(), source };
+        // The engine's own threads (RAYON_NUM_THREADS, else one per core); its loop runs on one of
+        // them, so the matrix products it starts need no hand-over from another thread.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("h2htalk-local-{i}"))
+            .build()
+            .map_err(|e| io(std::io::Error::other(e)))?;
         let (tx, rx) = mpsc::channel::<Job>();
         thread::Builder::new()
             .name(format!("h2htalk-local:{name}"))
-            .spawn(move || {
-                for job in rx {
-                    if job.reply.is_closed() {
-                        continue;
-                    }
-                    let reply = &job.reply;
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        engine.generate(&job.messages, &job.settings, &|| reply.is_closed())
-                    }))
-                    .unwrap_or_else(|_| Err(ChatError::new(FaultKind::Engine, "the local engine panicked")));
-                    let _ = job.reply.send(result);
-                }
-            })
-            .map_err(|source| LocalError::Io { path: path.to_path_buf(), source })?;
+            .spawn(move || pool.install(|| engine.serve(rx)))
+            .map_err(io)?;
         Ok(LocalModel {
             spec: ModelSpec { provider: "local".into(), name: name.to_string(), endpoint: format!("sha256:{sha256}") },
             path: path.to_path_buf(),
             architecture,
             prompter,
             context_length,
+            batch,
+            stats,
             jobs: Mutex::new(tx),
         })
     }
@@ -210,6 +210,17 @@ impl LocalModel {
     /// The tokenizer and chat format: the exact prompt ids a request gets (`prompt_ids`), token counts.
     pub fn prompter(&self) -> &Prompter {
         &self.prompter
+    }
+
+    /// How many requests the engine decodes together: `H2HTALK_LOCAL_BATCH`, else a default for
+    /// the cores present (Gemma 3; one for candle's Qwen2 and Llama).
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// What the engine has done so far: requests, forward passes, the largest batch.
+    pub fn stats(&self) -> Stats {
+        self.stats.snapshot()
     }
 
     /// The most tokens (prompt and answer) one request can use.
@@ -237,8 +248,9 @@ impl ChatModel for LocalModel {
         })
     }
 
+    /// The engine decodes this many requests together (continuous batching).
     fn max_concurrency(&self) -> usize {
-        1
+        self.batch
     }
 }
 

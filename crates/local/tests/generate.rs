@@ -38,7 +38,9 @@ fn spec_names_the_model_and_its_sha256() {
     assert_eq!(spec.endpoint, format!("sha256:{}", h2htalk_local::DEFAULT_MODEL_SHA256));
     assert_eq!(spec.to_string(), "local:gemma3-270m");
     assert_eq!(model.architecture(), "gemma3");
-    assert_eq!(model.max_concurrency(), 1);
+    // The engine takes as many requests at once as it decodes together.
+    assert!(model.batch() >= 1);
+    assert_eq!(model.max_concurrency(), model.batch());
     // The same file opened by path is the same fingerprint.
     let by_path = h2htalk_local::fingerprint(&h2htalk_local::default_model_path()).unwrap();
     assert_eq!(by_path, h2htalk_local::DEFAULT_MODEL_SHA256);
@@ -156,18 +158,23 @@ fn bad_settings_are_client_errors() {
     assert!(err.message.contains("context"), "{err}");
 }
 
+/// More requests than the batch holds, of different lengths and budgets: they are decoded together,
+/// a finished one's place goes to the next (continuous batching), and each answer is the one the
+/// request gets alone, token for token (a row's arithmetic does not depend on its neighbours).
 #[test]
-fn concurrent_requests_are_served_one_after_another() {
+fn concurrent_requests_are_batched_and_answer_as_alone() {
     let Some(model) = model() else { return };
+    let prompts = ["你好", "Hello", "早上好", "今天下雨了，我有点难过。", "What should I cook tonight?", "晚安"];
+    let n = prompts.len().max(model.batch() + 2);
+    let cases: Vec<(String, u32)> =
+        (0..n).map(|i| (prompts[i % prompts.len()].to_string(), 3 + (i as u32 * 5) % 14)).collect();
+    let before = model.stats();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let answers = rt.block_on(async {
         let mut handles = Vec::new();
-        for prompt in ["你好", "Hello", "早上好"] {
+        for (prompt, max_tokens) in cases.clone() {
             let model = Arc::clone(&model);
-            handles.push(tokio::spawn(async move {
-                let req = request(&[("user", prompt)], 0.0, 8, 0);
-                model.chat(&req).await
-            }));
+            handles.push(tokio::spawn(async move { model.chat(&request(&[("user", &prompt)], 0.0, max_tokens, 0)).await }));
         }
         let mut out = Vec::new();
         for h in handles {
@@ -175,8 +182,16 @@ fn concurrent_requests_are_served_one_after_another() {
         }
         out
     });
-    for (prompt, a) in ["你好", "Hello", "早上好"].iter().zip(&answers) {
-        let alone = block_on(model.chat(&request(&[("user", prompt)], 0.0, 8, 0))).unwrap();
-        assert_eq!(&alone, a);
+    let batched = model.stats();
+    assert!(
+        batched.peak_batch > 1,
+        "{n} concurrent requests were never decoded together: {batched:?}"
+    );
+    assert!(batched.peak_batch <= model.batch(), "{batched:?}");
+    // Other tests of this binary share the model, so at least these were taken up.
+    assert!(batched.requests - before.requests >= n as u64, "{before:?} -> {batched:?}");
+    for ((prompt, max_tokens), a) in cases.iter().zip(&answers) {
+        let alone = block_on(model.chat(&request(&[("user", prompt)], 0.0, *max_tokens, 0))).unwrap();
+        assert_eq!(&alone, a, "{prompt} with max_tokens {max_tokens}: batched and alone differ");
     }
 }

@@ -1,7 +1,11 @@
-//! Greedy answers of the embedded model stay what they were: `tests/golden/gemma3_greedy.json` holds
-//! the answers the engine gave (text, answer tokens, finish reason) to a fixed set of prompts before
-//! the engine's speed work. Any change of the numerics that changes a greedy token shows up here.
-//! `H2HTALK_WRITE_GOLDEN=1` rewrites the file (only for an intended change, documented in the commit).
+//! Greedy answers of the embedded model stay what they are: `tests/golden/gemma3_greedy.json` holds
+//! the answers the engine gives (text, answer tokens, finish reason) to a fixed set of prompts. Any
+//! change of the numerics that changes a greedy token shows up here. `H2HTALK_WRITE_GOLDEN=1`
+//! rewrites the file, only for an intended change, documented in the commit with the output of
+//! `scripts/greedy-vs-llama.sh` (the same prompts against llama.cpp's greedy answers).
+//!
+//! The file was last written when the engine moved to its own kernels, which quantize the
+//! activations to 8 bits as llama.cpp does (the answers before came from f32 activations).
 
 mod common;
 

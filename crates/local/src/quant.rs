@@ -1,0 +1,1012 @@
+//! Quantized matrices used as stored, and the matrix products of the embedded engine.
+//!
+//! A weight matrix keeps its GGUF blocks as they are in the file (Q8_0, Q5_0, Q4_K, Q6_K): a decoding
+//! step reads every weight once, so the bytes read decide the speed, and expanding them to f32 or
+//! to `i8` would read two to seven times more. Any other type is expanded to f32 at load.
+//!
+//! The activations are quantized to 8 bits before a product, as llama.cpp does: per 32 values (one
+//! scale each, [`Acts::quantize`]) for Q8_0 and Q5_0 weights, per 256 values for the K-quants. A
+//! weight block then meets its activation block as an integer dot product, scaled once per block.
+//!
+//! Every kernel has a portable version and an AVX2+FMA+F16C one, picked at run time
+//! ([`std::is_x86_feature_detected`]): a binary built on one x86-64 machine runs on another with
+//! fewer extensions. Both sum the same integers per block, so they differ only in the order of the
+//! float additions (tested below).
+//!
+//! [`QMatrix::matmul`] splits the weight rows over rayon's threads and, inside a task, multiplies
+//! each weight block with up to [`TILE`] activation rows while it is in registers: a batch of
+//! sequences (or a prompt) reads the weights once.
+
+use candle_core::quantized::{GgmlDType, QTensor};
+use rayon::prelude::*;
+
+/// Values per block of the activations (and of Q8_0/Q5_0 weights).
+pub const BLOCK: usize = 32;
+/// Values per K-quant super-block.
+pub const SUPER: usize = 256;
+/// Activation rows multiplied with one weight block at a time.
+pub const TILE: usize = 4;
+/// Weight rows multiplied with one tile of activation rows before the next tile.
+const ROW_GROUP: usize = 16;
+
+/// The stored formats a matrix keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Q8_0,
+    Q5_0,
+    Q4K,
+    Q6K,
+    /// Anything else, expanded at load.
+    F32,
+}
+
+impl Format {
+    fn of(dtype: GgmlDType) -> Format {
+        match dtype {
+            GgmlDType::Q8_0 => Format::Q8_0,
+            GgmlDType::Q5_0 => Format::Q5_0,
+            GgmlDType::Q4K => Format::Q4K,
+            GgmlDType::Q6K => Format::Q6K,
+            _ => Format::F32,
+        }
+    }
+
+    /// (values, bytes) of one stored block.
+    fn block(self) -> (usize, usize) {
+        match self {
+            Format::Q8_0 => (BLOCK, 34),
+            Format::Q5_0 => (BLOCK, 22),
+            Format::Q4K => (SUPER, 144),
+            Format::Q6K => (SUPER, 210),
+            Format::F32 => (1, 4),
+        }
+    }
+
+    /// Whether the activations are quantized per 256 values (llama.cpp's Q8_K) for this format.
+    fn per_super(self) -> bool {
+        matches!(self, Format::Q4K | Format::Q6K)
+    }
+}
+
+/// A `rows × cols` weight matrix (GGUF's `[cols, rows]` tensor: rows of `cols` values).
+pub struct QMatrix {
+    rows: usize,
+    cols: usize,
+    format: Format,
+    /// The stored blocks, row by row (`Format::F32`: empty).
+    data: Vec<u8>,
+    /// `Format::F32` only: the values, row by row.
+    dense: Vec<f32>,
+}
+
+impl std::fmt::Debug for QMatrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "QMatrix({} x {}, {:?})", self.rows, self.cols, self.format)
+    }
+}
+
+impl QMatrix {
+    /// The matrix of a 2-D GGUF tensor. Q8_0, Q5_0, Q4_K and Q6_K stay as stored when each row is
+    /// a whole number of blocks; anything else is expanded to f32.
+    pub fn from_qtensor(t: &QTensor) -> candle_core::Result<QMatrix> {
+        let &[rows, cols] = t.shape().dims() else {
+            candle_core::bail!("a weight matrix must have 2 dimensions, not {:?}", t.shape().dims())
+        };
+        let format = Format::of(t.dtype());
+        let (values, bytes) = format.block();
+        if format != Format::F32 && cols % values == 0 {
+            let data = t.data()?.into_owned();
+            if data.len() != rows * cols / values * bytes {
+                candle_core::bail!("{:?} tensor of {rows}x{cols} has {} bytes", t.dtype(), data.len());
+            }
+            return Ok(QMatrix { rows, cols, format, data, dense: Vec::new() });
+        }
+        let dense = t.dequantize(&candle_core::Device::Cpu)?.flatten_all()?.to_vec1::<f32>()?;
+        Ok(QMatrix { rows, cols, format: Format::F32, data: Vec::new(), dense })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    fn row_bytes(&self) -> usize {
+        let (values, bytes) = self.format.block();
+        self.cols / values * bytes
+    }
+
+    /// Row `r` as f32 into `out` (`cols` values), exactly as dequantizing the matrix gives it.
+    pub fn row_into(&self, r: usize, out: &mut [f32]) {
+        assert!(r < self.rows && out.len() == self.cols);
+        if self.format == Format::F32 {
+            out.copy_from_slice(&self.dense[r * self.cols..(r + 1) * self.cols]);
+            return;
+        }
+        let rb = self.row_bytes();
+        dequantize_row(self.format, &self.data[r * rb..(r + 1) * rb], out);
+    }
+
+    /// `out[m][r] = Σ_k self[r][k] · x[m][k]` for every activation row `m`: `out` is `x.rows() × rows`.
+    pub fn matmul(&self, x: &Acts, out: &mut [f32]) {
+        assert_eq!(x.cols, self.cols, "activations of width {} for a matrix of {} columns", x.cols, self.cols);
+        let m = x.rows;
+        assert_eq!(out.len(), m * self.rows);
+        if m == 0 {
+            return;
+        }
+        // Tasks of whole weight rows; a task writes its rows' column of every activation row.
+        let tasks = rayon::current_num_threads() * 4;
+        let chunk = self.rows.div_ceil(tasks).max(16);
+        let avx2 = has_avx2();
+        let out = SharedOut(out.as_mut_ptr());
+        (0..self.rows.div_ceil(chunk)).into_par_iter().for_each(|task| {
+            let first = task * chunk;
+            let n = chunk.min(self.rows - first);
+            self.rows_into(first, n, x, &out, avx2);
+        });
+    }
+
+    /// Rows `first..first + n` against every activation row, into `out[i * rows + r]`.
+    fn rows_into(&self, first: usize, n: usize, x: &Acts, out: &SharedOut, avx2: bool) {
+        let m = x.rows;
+        let put = |i: usize, r: usize, v: f32| {
+            debug_assert!(i < m && r < self.rows);
+            // SAFETY: `out` has `m × rows` values, and each (i, r) is written by the one task
+            // that owns row r.
+            unsafe { *out.0.add(i * self.rows + r) = v };
+        };
+        if self.format == Format::F32 {
+            for r in first..first + n {
+                let w = &self.dense[r * self.cols..(r + 1) * self.cols];
+                for i in 0..m {
+                    put(i, r, dot_f32(w, x.row_f32(i), avx2));
+                }
+            }
+            return;
+        }
+        let q = if self.format.per_super() { &x.k } else { &x.b };
+        let rb = self.row_bytes();
+        // A group of weight rows meets each tile of activation rows in turn: both stay in the
+        // first-level cache while they are multiplied.
+        for group in (first..first + n).step_by(ROW_GROUP) {
+            let mut i = 0;
+            while i < m {
+                let t = (m - i).min(TILE);
+                for r in group..(group + ROW_GROUP).min(first + n) {
+                    let mut sums = [0f32; TILE];
+                    dot_tile(self.format, &self.data[r * rb..(r + 1) * rb], q, i, t, &mut sums, avx2);
+                    for (j, &v) in sums[..t].iter().enumerate() {
+                        put(i + j, r, v);
+                    }
+                }
+                i += t;
+            }
+        }
+    }
+}
+
+/// The result of a product, written by several tasks at disjoint places.
+struct SharedOut(*mut f32);
+// SAFETY: tasks write disjoint elements (see `QMatrix::rows_into`), and `matmul` outlives them.
+unsafe impl Sync for SharedOut {}
+
+/// Activation rows, quantized for the products: per 32 values (`b`) and per 256 (`k`), kept with
+/// the f32 values (for f32 matrices).
+pub struct Acts {
+    rows: usize,
+    cols: usize,
+    f32s: Vec<f32>,
+    b: Quantized,
+    k: Quantized,
+}
+
+/// 8-bit values, one scale per 32 values (repeated over a super-block for `k`), and the sum of
+/// each 32 values (for the minimums of Q4_K and the offset of Q5_0).
+#[derive(Default)]
+struct Quantized {
+    cols: usize,
+    qs: Vec<i8>,
+    d: Vec<f32>,
+    sums: Vec<i32>,
+}
+
+impl Quantized {
+    fn clear(&mut self, cols: usize) {
+        self.cols = cols;
+        self.qs.clear();
+        self.d.clear();
+        self.sums.clear();
+    }
+
+    /// Appends `x` quantized in groups of `group` values (32 or 256), each with its own scale.
+    fn push(&mut self, x: &[f32], group: usize, avx2: bool) {
+        for g in x.chunks(group) {
+            let amax = abs_max(g, avx2);
+            let (d, id) = if amax == 0.0 || !amax.is_finite() {
+                (0.0, 0.0)
+            } else if group == BLOCK {
+                // llama.cpp's Q8_0: scale amax / 127.
+                let d = amax / 127.0;
+                (d, 1.0 / d)
+            } else {
+                // llama.cpp's Q8_K: the value of largest magnitude, with its sign, maps to -127.
+                let max = g.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
+                (max / -127.0, -127.0 / max)
+            };
+            let start = self.qs.len();
+            self.qs.resize(start + g.len(), 0);
+            scale_round(g, id, &mut self.qs[start..], avx2);
+            for b in self.qs[start..].chunks(BLOCK) {
+                self.d.push(d);
+                self.sums.push(b.iter().map(|&q| q as i32).sum());
+            }
+        }
+    }
+
+    fn block(&self, row: usize, b: usize) -> (&[i8], f32, i32) {
+        let per_row = self.cols / BLOCK;
+        let i = row * per_row + b;
+        (&self.qs[i * BLOCK..(i + 1) * BLOCK], self.d[i], self.sums[i])
+    }
+}
+
+impl Acts {
+    pub fn new() -> Acts {
+        Acts { rows: 0, cols: 0, f32s: Vec::new(), b: Quantized::default(), k: Quantized::default() }
+    }
+
+    /// Quantizes `x` (`rows × cols`, row by row) in place of what this held.
+    pub fn quantize(&mut self, x: &[f32], cols: usize) {
+        assert!(cols > 0 && x.len() % cols == 0);
+        self.rows = x.len() / cols;
+        self.cols = cols;
+        self.f32s.clear();
+        self.f32s.extend_from_slice(x);
+        self.b.clear(cols);
+        self.k.clear(cols);
+        if cols % BLOCK != 0 {
+            return; // only f32 matrices can take these; quantized ones have whole blocks
+        }
+        let avx2 = has_avx2();
+        for row in x.chunks_exact(cols) {
+            self.b.push(row, BLOCK, avx2);
+            if cols % SUPER == 0 {
+                self.k.push(row, SUPER, avx2);
+            }
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn row_f32(&self, i: usize) -> &[f32] {
+        &self.f32s[i * self.cols..(i + 1) * self.cols]
+    }
+}
+
+impl Default for Acts {
+    fn default() -> Self {
+        Acts::new()
+    }
+}
+
+fn f16(bytes: &[u8]) -> f32 {
+    half::f16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f32()
+}
+
+/// Q4_K's 6-bit scale and minimum of sub-block `j` (0..8).
+fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (s[j] & 63, s[j + 4] & 63)
+    } else {
+        ((s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4))
+    }
+}
+
+/// The 32 values of Q5_0 block `blk` as unsigned 0..31 (the weight is `d · (q - 16)`).
+fn q5_0_values(blk: &[u8]) -> [u8; 32] {
+    let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+    let qs = &blk[6..22];
+    let mut q = [0u8; 32];
+    for j in 0..16 {
+        q[j] = (qs[j] & 0x0F) | ((((qh >> j) & 1) as u8) << 4);
+        q[j + 16] = (qs[j] >> 4) | ((((qh >> (j + 16)) & 1) as u8) << 4);
+    }
+    q
+}
+
+/// The 32 values of 32-block `k` (0..4) of half `n` (0..2) of a Q6_K super-block, as unsigned
+/// 0..63 (the weight is `d · scale · (q - 32)`).
+fn q6k_values(sb: &[u8], n: usize, k: usize) -> [u8; 32] {
+    let ql = &sb[64 * n + 32 * (k & 1)..];
+    let qh = &sb[128 + 32 * n..];
+    let mut q = [0u8; 32];
+    for l in 0..32 {
+        let low = if k < 2 { ql[l] & 0x0F } else { ql[l] >> 4 };
+        q[l] = low | (((qh[l] >> (2 * k)) & 3) << 4);
+    }
+    q
+}
+
+/// One stored row as f32 (the formats' definitions; the reference the kernels are tested against).
+fn dequantize_row(format: Format, row: &[u8], out: &mut [f32]) {
+    match format {
+        Format::Q8_0 => {
+            for (blk, o) in row.chunks_exact(34).zip(out.chunks_exact_mut(BLOCK)) {
+                let d = f16(blk);
+                for (o, &q) in o.iter_mut().zip(&blk[2..]) {
+                    *o = q as i8 as f32 * d;
+                }
+            }
+        }
+        Format::Q5_0 => {
+            for (blk, o) in row.chunks_exact(22).zip(out.chunks_exact_mut(BLOCK)) {
+                let d = f16(blk);
+                for (o, q) in o.iter_mut().zip(q5_0_values(blk)) {
+                    *o = (q as i32 - 16) as f32 * d;
+                }
+            }
+        }
+        Format::Q4K => {
+            for (sb, o) in row.chunks_exact(144).zip(out.chunks_exact_mut(SUPER)) {
+                let (d, dmin) = (f16(sb), f16(&sb[2..]));
+                let (scales, qs) = (&sb[4..16], &sb[16..144]);
+                for j in 0..8 {
+                    let (sc, m) = scale_min_k4(j, scales);
+                    let (a, b) = (d * sc as f32, dmin * m as f32);
+                    let q = &qs[32 * (j / 2)..32 * (j / 2) + 32];
+                    for l in 0..32 {
+                        let v = if j % 2 == 0 { q[l] & 0x0F } else { q[l] >> 4 };
+                        o[32 * j + l] = a * v as f32 - b;
+                    }
+                }
+            }
+        }
+        Format::Q6K => {
+            for (sb, o) in row.chunks_exact(210).zip(out.chunks_exact_mut(SUPER)) {
+                let d = f16(&sb[208..]);
+                for n in 0..2 {
+                    for k in 0..4 {
+                        let q = q6k_values(sb, n, k);
+                        for l in 0..32 {
+                            let sc = sb[192 + 8 * n + 2 * k + l / 16] as i8;
+                            o[128 * n + 32 * k + l] = d * sc as f32 * (q[l] as i32 - 32) as f32;
+                        }
+                    }
+                }
+            }
+        }
+        Format::F32 => unreachable!("f32 rows are not stored as blocks"),
+    }
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        *AVX2.get_or_init(|| {
+            std::env::var("H2HTALK_LOCAL_PORTABLE").map_or(true, |v| v != "1")
+                && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the SIMD kernels are in use (else the portable ones).
+pub fn simd_in_use() -> bool {
+    has_avx2()
+}
+
+/// Dot products of one stored weight row with activation rows `first..first + t` (`t <= TILE`).
+fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE], avx2: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` is true only when the CPU has AVX2, FMA and F16C.
+        unsafe { simd::dot_tile(format, w, q, first, t, out) };
+        return;
+    }
+    let _ = avx2;
+    portable_dot_tile(format, w, q, first, t, out)
+}
+
+fn idot(w: &[u8], x: &[i8], offset: i32) -> i32 {
+    w.iter().zip(x).map(|(&w, &x)| (w as i32 - offset) * x as i32).sum()
+}
+
+fn portable_dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE]) {
+    for (i, o) in out.iter_mut().enumerate().take(t) {
+        let row = first + i;
+        let mut acc = 0f32;
+        match format {
+            Format::Q8_0 => {
+                for (b, blk) in w.chunks_exact(34).enumerate() {
+                    let (x, dx, _) = q.block(row, b);
+                    let s: i32 = blk[2..].iter().zip(x).map(|(&w, &x)| w as i8 as i32 * x as i32).sum();
+                    acc += f16(blk) * dx * s as f32;
+                }
+            }
+            Format::Q5_0 => {
+                for (b, blk) in w.chunks_exact(22).enumerate() {
+                    let (x, dx, _) = q.block(row, b);
+                    acc += f16(blk) * dx * idot(&q5_0_values(blk), x, 16) as f32;
+                }
+            }
+            Format::Q4K => {
+                for (s, sb) in w.chunks_exact(144).enumerate() {
+                    let (d, dmin) = (f16(sb), f16(&sb[2..]));
+                    for j in 0..8 {
+                        let (sc, m) = scale_min_k4(j, &sb[4..16]);
+                        let (x, dx, sum) = q.block(row, s * 8 + j);
+                        let qs = &sb[16 + 32 * (j / 2)..16 + 32 * (j / 2) + 32];
+                        let v: i32 = qs
+                            .iter()
+                            .zip(x)
+                            .map(|(&b, &x)| (if j % 2 == 0 { b & 0x0F } else { b >> 4 }) as i32 * x as i32)
+                            .sum();
+                        acc += dx * (d * sc as f32 * v as f32 - dmin * m as f32 * sum as f32);
+                    }
+                }
+            }
+            Format::Q6K => {
+                for (s, sb) in w.chunks_exact(210).enumerate() {
+                    let d = f16(&sb[208..]);
+                    for n in 0..2 {
+                        for k in 0..4 {
+                            let (x, dx, _) = q.block(row, s * 8 + n * 4 + k);
+                            let vals = q6k_values(sb, n, k);
+                            let lo = sb[192 + 8 * n + 2 * k] as i8 as i32;
+                            let hi = sb[192 + 8 * n + 2 * k + 1] as i8 as i32;
+                            let v = lo * idot(&vals[..16], &x[..16], 32) + hi * idot(&vals[16..], &x[16..], 32);
+                            acc += d * dx * v as f32;
+                        }
+                    }
+                }
+            }
+            Format::F32 => unreachable!(),
+        }
+        *o = acc;
+    }
+}
+
+/// `x · gelu(g)` in place of `g`: GELU with the tanh approximation (`gelu_pytorch_tanh`), written
+/// as `g / (1 + exp(-2u))`, `u = sqrt(2/π)(g + 0.044715 g³)`, which equals `0.5 g (1 + tanh(u))`.
+pub fn gelu_mul(g: &mut [f32], x: &[f32], avx2: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` is true only when the CPU has AVX2 and FMA.
+        unsafe { simd::gelu_mul(g, x) };
+        return;
+    }
+    let _ = avx2;
+    for (g, &x) in g.iter_mut().zip(x) {
+        *g = gelu(*g) * x;
+    }
+}
+
+fn gelu(v: f32) -> f32 {
+    const SQRT_TWO_OVER_PI: f32 = 0.797_884_6;
+    let u = SQRT_TWO_OVER_PI * v * (1.0 + 0.044715 * v * v);
+    v / (1.0 + (-2.0 * u).min(88.0).exp())
+}
+
+/// The largest `|x|`.
+fn abs_max(x: &[f32], avx2: bool) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` is true only when the CPU has AVX2.
+        return unsafe { simd::abs_max(x) };
+    }
+    let _ = avx2;
+    x.iter().fold(0f32, |a, v| a.max(v.abs()))
+}
+
+/// `out[i] = round(x[i] · id)` (ties to even), within ±127.
+fn scale_round(x: &[f32], id: f32, out: &mut [i8], avx2: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 && x.len() % 32 == 0 {
+        // SAFETY: `avx2` is true only when the CPU has AVX2.
+        unsafe { simd::scale_round(x, id, out) };
+        return;
+    }
+    let _ = avx2;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v * id).round_ties_even().clamp(-127.0, 127.0) as i8;
+    }
+}
+
+/// `Σ a[i] · b[i]` in f32.
+pub fn dot_f32(a: &[f32], b: &[f32], avx2: bool) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` is true only when the CPU has AVX2 and FMA.
+        return unsafe { simd::dot_f32(a, b) };
+    }
+    let _ = avx2;
+    let mut lanes = [0f32; 8];
+    let n = a.len().min(b.len());
+    for (ca, cb) in a[..n].chunks_exact(8).zip(b[..n].chunks_exact(8)) {
+        for l in 0..8 {
+            lanes[l] += ca[l] * cb[l];
+        }
+    }
+    let mut s: f32 = lanes.iter().sum();
+    for i in n / 8 * 8..n {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+/// `y[i] += a · x[i]`.
+pub fn axpy(y: &mut [f32], a: f32, x: &[f32], avx2: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` is true only when the CPU has AVX2 and FMA.
+        unsafe { simd::axpy(y, a, x) };
+        return;
+    }
+    let _ = avx2;
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y += a * x;
+    }
+}
+
+/// Whether to use the SIMD kernels: for callers outside this module ([`dot_f32`], [`axpy`]).
+pub fn avx2() -> bool {
+    has_avx2()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_op_in_unsafe_fn)] // every function here is intrinsics, called only where the CPU has them
+mod simd {
+    use super::{Format, Quantized, TILE};
+    use std::arch::x86_64::*;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn f16(p: &[u8]) -> f32 {
+        let bits = u16::from_le_bytes([p[0], p[1]]);
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn hsum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
+        _mm_cvtss_f32(s)
+    }
+
+    /// 0xFF in byte `j` where bit `j` of `bits` is set.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn bytes_from_bits(bits: u32) -> __m256i {
+        let v = _mm256_set1_epi32(bits as i32);
+        let spread = _mm256_shuffle_epi8(
+            v,
+            _mm256_setr_epi64x(0, 0x0101_0101_0101_0101, 0x0202_0202_0202_0202, 0x0303_0303_0303_0303),
+        );
+        let mask = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+        _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask)
+    }
+
+    /// Dot products of one stored weight row with activation rows `first..first + t` (`t <= TILE`).
+    /// How far ahead of the block being read the weights are fetched (bytes).
+    const PREFETCH: usize = 1024;
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE]) {
+        macro_rules! tiles {
+            ($($n:literal)*) => {
+                match t {
+                    $($n => tile::<$n>(format, w, q, first, out),)*
+                    _ => unreachable!("tile of {t} rows"),
+                }
+            };
+        }
+        tiles!(1 2 3 4)
+    }
+
+    /// [`dot_tile`] for a tile of `T` rows: the loops over the tile unroll, so its accumulators
+    /// stay in registers.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tile<const T: usize>(format: Format, w: &[u8], q: &Quantized, first: usize, out: &mut [f32; TILE]) {
+        let mut acc = [_mm256_setzero_ps(); T];
+        let per_row = q.cols / 32;
+        let low = _mm256_set1_epi8(0x0F);
+        let ones = _mm256_set1_epi16(1);
+        let base: [usize; T] = std::array::from_fn(|i| (first + i) * per_row);
+        let xs: [*const i8; T] = std::array::from_fn(|i| q.qs.as_ptr().add(base[i] * 32));
+        let ds: [*const f32; T] = std::array::from_fn(|i| q.d.as_ptr().add(base[i]));
+        // Block `b` of tile row `i`: its values and its scale.
+        let xv = |i: usize, b: usize| _mm256_loadu_si256(xs[i].add(b * 32) as *const __m256i);
+        let dx = |i: usize, b: usize| *ds[i].add(b);
+        match format {
+            Format::Q8_0 | Format::Q5_0 => {
+                let q5 = format == Format::Q5_0;
+                let bytes = if q5 { 22 } else { 34 };
+                let sixteen = _mm256_set1_epi8(16);
+                for (b, blk) in w.chunks_exact(bytes).enumerate() {
+                    _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
+                    let d = f16(blk);
+                    // The weights as signed bytes: Q8_0 as stored, Q5_0's `q - 16`.
+                    let wv = if q5 {
+                        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+                        let qs = _mm_loadu_si128(blk.as_ptr().add(6) as *const __m128i);
+                        let nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), low);
+                        let hi = _mm256_and_si256(bytes_from_bits(qh), sixteen);
+                        _mm256_sub_epi8(_mm256_or_si256(nib, hi), sixteen)
+                    } else {
+                        _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i)
+                    };
+                    let aw = _mm256_sign_epi8(wv, wv);
+                    for i in 0..T {
+                        let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, b), wv));
+                        let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                        acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(d * dx(i, b)), acc[i]);
+                    }
+                }
+            }
+            Format::Q4K => {
+                for (s, sb) in w.chunks_exact(144).enumerate() {
+                    let (d, dmin) = (f16(sb), f16(&sb[2..]));
+                    let scales = &sb[4..16];
+                    let (mut sc, mut mins) = ([0i16; 8], [0i32; 8]);
+                    for j in 0..8 {
+                        let (a, m) = super::scale_min_k4(j, scales);
+                        sc[j] = a as i16;
+                        mins[j] = m as i32;
+                    }
+                    // The super-block's integer sum: Σ_j scale_j · (q_j · x_j), one conversion.
+                    let mut isum = [_mm256_setzero_si256(); T];
+                    for pair in 0..4 {
+                        let qv = _mm256_loadu_si256(sb.as_ptr().add(16 + 32 * pair) as *const __m256i);
+                        let lo = _mm256_and_si256(qv, low);
+                        let hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), low);
+                        let (s0, s1) = (_mm256_set1_epi16(sc[2 * pair]), _mm256_set1_epi16(sc[2 * pair + 1]));
+                        let blk = s * 8 + 2 * pair;
+                        for i in 0..T {
+                            let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xv(i, blk)), s0);
+                            let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xv(i, blk + 1)), s1);
+                            isum[i] = _mm256_add_epi32(isum[i], _mm256_add_epi32(p0, p1));
+                        }
+                    }
+                    for i in 0..T {
+                        // Per 256 values the activations have one scale (`dx`), repeated per block.
+                        let dxi = dx(i, s * 8);
+                        let sums = &q.sums[base[i] + s * 8..base[i] + s * 8 + 8];
+                        let m: i32 = (0..8).map(|j| mins[j] * sums[j]).sum();
+                        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * dxi), acc[i]);
+                        acc[i] = _mm256_sub_ps(acc[i], _mm256_setr_ps(dmin * dxi * m as f32, 0., 0., 0., 0., 0., 0., 0.));
+                    }
+                }
+            }
+            Format::Q6K => {
+                let three = _mm256_set1_epi8(3);
+                let thirty_two = _mm256_set1_epi8(32);
+                for (s, sb) in w.chunks_exact(210).enumerate() {
+                    let d = f16(&sb[208..]);
+                    let mut isum = [_mm256_setzero_si256(); T];
+                    for n in 0..2 {
+                        let qh = _mm256_loadu_si256(sb.as_ptr().add(128 + 32 * n) as *const __m256i);
+                        for k in 0..4 {
+                            let ql = _mm256_loadu_si256(sb.as_ptr().add(64 * n + 32 * (k & 1)) as *const __m256i);
+                            let lo4 = if k < 2 { ql } else { _mm256_srli_epi16(ql, 4) };
+                            let hi2 = match k {
+                                0 => qh,
+                                1 => _mm256_srli_epi16(qh, 2),
+                                2 => _mm256_srli_epi16(qh, 4),
+                                _ => _mm256_srli_epi16(qh, 6),
+                            };
+                            let qv = _mm256_sub_epi8(
+                                _mm256_or_si256(
+                                    _mm256_and_si256(lo4, low),
+                                    _mm256_slli_epi16(_mm256_and_si256(hi2, three), 4),
+                                ),
+                                thirty_two,
+                            );
+                            let aw = _mm256_sign_epi8(qv, qv);
+                            let sc = &sb[192 + 8 * n + 2 * k..];
+                            let scale16 =
+                                _mm256_set_m128i(_mm_set1_epi16(sc[1] as i8 as i16), _mm_set1_epi16(sc[0] as i8 as i16));
+                            let blk = s * 8 + 4 * n + k;
+                            for i in 0..T {
+                                let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, blk), qv));
+                                isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, scale16));
+                            }
+                        }
+                    }
+                    for i in 0..T {
+                        let scale = _mm256_set1_ps(d * dx(i, s * 8));
+                        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), scale, acc[i]);
+                    }
+                }
+            }
+            Format::F32 => unreachable!(),
+        }
+        for i in 0..T {
+            out[i] = hsum(acc[i]);
+        }
+    }
+
+    /// `e^x` for each lane (Cephes' single-precision polynomial; relative error about 1e-7),
+    /// `x` clamped to ±88.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn exp(x: __m256) -> __m256 {
+        let x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0)), _mm256_set1_ps(-88.0));
+        let n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E), _mm256_set1_ps(0.5)));
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_359_4), x);
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.121_944_4e-4), r);
+        let mut y = _mm256_set1_ps(1.987_569_1e-4);
+        for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
+            y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(c));
+        }
+        y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0)));
+        let pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+        _mm256_mul_ps(y, _mm256_castsi256_ps(pow2))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn gelu_mul(g: &mut [f32], x: &[f32]) {
+        let n = g.len().min(x.len());
+        let (k, c) = (_mm256_set1_ps(-2.0 * 0.797_884_6), _mm256_set1_ps(0.044715));
+        let one = _mm256_set1_ps(1.0);
+        let mut i = 0;
+        while i + 8 <= n {
+            let v = _mm256_loadu_ps(g.as_ptr().add(i));
+            let u = _mm256_mul_ps(_mm256_mul_ps(k, v), _mm256_fmadd_ps(_mm256_mul_ps(c, v), v, one));
+            let gv = _mm256_div_ps(v, _mm256_add_ps(one, exp(u)));
+            _mm256_storeu_ps(g.as_mut_ptr().add(i), _mm256_mul_ps(gv, _mm256_loadu_ps(x.as_ptr().add(i))));
+            i += 8;
+        }
+        for j in i..n {
+            g[j] = super::gelu(g[j]) * x[j];
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn abs_max(x: &[f32]) -> f32 {
+        let sign = _mm256_set1_ps(-0.0);
+        let mut m = _mm256_setzero_ps();
+        let mut chunks = x.chunks_exact(8);
+        for c in &mut chunks {
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(c.as_ptr())));
+        }
+        let mut lanes = [0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), m);
+        chunks.remainder().iter().chain(&lanes).fold(0f32, |a, v| a.max(v.abs()))
+    }
+
+    /// `x.len()` is a multiple of 32.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn scale_round(x: &[f32], id: f32, out: &mut [i8]) {
+        let idv = _mm256_set1_ps(id);
+        let (lo, hi) = (_mm256_set1_ps(-127.0), _mm256_set1_ps(127.0));
+        let conv = |p: *const f32| {
+            let v = _mm256_mul_ps(_mm256_loadu_ps(p), idv);
+            let v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi))
+        };
+        for (c, o) in x.chunks_exact(32).zip(out.chunks_exact_mut(32)) {
+            let p = c.as_ptr();
+            let (a, b, cc, d) = (conv(p), conv(p.add(8)), conv(p.add(16)), conv(p.add(24)));
+            // packs work per 128-bit lane: put the 32 bytes back in order.
+            let ab = _mm256_packs_epi32(a, b);
+            let cd = _mm256_packs_epi32(cc, d);
+            let abcd = _mm256_packs_epi16(ab, cd);
+            let ordered = _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256(o.as_mut_ptr() as *mut __m256i, ordered);
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc0 = _mm256_setzero_ps();
+        let mut acc1 = _mm256_setzero_ps();
+        let mut i = 0;
+        while i + 16 <= n {
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 8)), _mm256_loadu_ps(pb.add(i + 8)), acc1);
+            i += 16;
+        }
+        while i + 8 <= n {
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc0);
+            i += 8;
+        }
+        let mut s = hsum(_mm256_add_ps(acc0, acc1));
+        while i < n {
+            s += a[i] * b[i];
+            i += 1;
+        }
+        s
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
+        let n = y.len().min(x.len());
+        let av = _mm256_set1_ps(a);
+        let (py, px) = (y.as_mut_ptr(), x.as_ptr());
+        let mut i = 0;
+        while i + 8 <= n {
+            _mm256_storeu_ps(py.add(i), _mm256_fmadd_ps(av, _mm256_loadu_ps(px.add(i)), _mm256_loadu_ps(py.add(i))));
+            i += 8;
+        }
+        while i < n {
+            y[i] += a * x[i];
+            i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::{Device, Tensor};
+
+    /// A `rows × cols` matrix of `dtype` quantized by candle from smooth pseudo-random values.
+    fn matrix(dtype: GgmlDType, rows: usize, cols: usize, seed: u32) -> (QTensor, QMatrix) {
+        let vals: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                let h = (i as u32).wrapping_mul(2654435761).wrapping_add(seed.wrapping_mul(40503));
+                ((h >> 8) as f32 / (1u32 << 24) as f32 - 0.5) * if i % 7 == 0 { 3.0 } else { 1.0 }
+            })
+            .collect();
+        let t = Tensor::from_vec(vals, (rows, cols), &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&t, dtype).unwrap();
+        let m = QMatrix::from_qtensor(&q).unwrap();
+        (q, m)
+    }
+
+    fn acts(rows: usize, cols: usize) -> (Vec<f32>, Acts) {
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 40.0).collect();
+        let mut a = Acts::new();
+        a.quantize(&x, cols);
+        (x, a)
+    }
+
+    #[test]
+    fn rows_dequantize_as_candle_does() {
+        for dtype in [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4K, GgmlDType::Q6K] {
+            let (q, m) = matrix(dtype, 3, 512, 1);
+            assert_ne!(m.format(), Format::F32, "{dtype:?} is kept as stored");
+            let want = q.dequantize(&Device::Cpu).unwrap().to_vec2::<f32>().unwrap();
+            let mut row = vec![0f32; 512];
+            for (r, want) in want.iter().enumerate() {
+                m.row_into(r, &mut row);
+                assert_eq!(&row, want, "{dtype:?} row {r}");
+            }
+        }
+    }
+
+    /// The products equal the f32 products of the expanded weights with the quantized activations
+    /// (what the integer arithmetic computes exactly), up to the order of the float additions; the
+    /// SIMD and portable kernels agree the same way; and any row count works (tiles and remainders).
+    #[test]
+    fn products_equal_the_expanded_arithmetic_on_both_kernels() {
+        for dtype in [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4K, GgmlDType::Q6K, GgmlDType::Q4_0] {
+            let (rows, cols) = (37, 512);
+            let (q, m) = matrix(dtype, rows, cols, 7);
+            let w = q.dequantize(&Device::Cpu).unwrap().to_vec2::<f32>().unwrap();
+            for n in [1, 3, 4, 9] {
+                let (x, a) = acts(n, cols);
+                // The activations as the kernels see them.
+                let src = if m.format().per_super() { &a.k } else { &a.b };
+                let xq: Vec<f32> = if m.format() == Format::F32 {
+                    x.clone()
+                } else {
+                    (0..n * cols).map(|i| src.qs[i] as f32 * src.d[i / BLOCK]).collect()
+                };
+                let mut out = vec![0f32; n * rows];
+                m.matmul(&a, &mut out);
+                for i in 0..n {
+                    for r in 0..rows {
+                        let want: f64 =
+                            w[r].iter().zip(&xq[i * cols..(i + 1) * cols]).map(|(&w, &x)| w as f64 * x as f64).sum();
+                        let got = out[i * rows + r] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                            "{dtype:?} n={n} row {i} col {r}: {got} vs {want}"
+                        );
+                    }
+                }
+                if m.format() != Format::F32 {
+                    for r in 0..rows {
+                        let rb = m.row_bytes();
+                        let wr = &m.data[r * rb..(r + 1) * rb];
+                        let mut i = 0;
+                        while i < n {
+                            let t = (n - i).min(TILE);
+                            let (mut simd, mut portable) = ([0f32; TILE], [0f32; TILE]);
+                            dot_tile(m.format(), wr, src, i, t, &mut simd, has_avx2());
+                            portable_dot_tile(m.format(), wr, src, i, t, &mut portable);
+                            for j in 0..t {
+                                assert!(
+                                    (simd[j] - portable[j]).abs() <= 1e-4 * (1.0 + portable[j].abs()),
+                                    "{dtype:?}: {} vs {}",
+                                    simd[j],
+                                    portable[j]
+                                );
+                            }
+                            i += t;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn activations_quantize_as_llama_cpp_does() {
+        let x: Vec<f32> = (0..256).map(|i| (i as f32 - 100.0) / 10.0).collect();
+        let mut a = Acts::new();
+        a.quantize(&x, 256);
+        // Per 32: the largest magnitude maps to ±127.
+        assert_eq!(a.b.qs[0], -127);
+        assert!((a.b.d[0] - 10.0 / 127.0).abs() < 1e-7);
+        // Per 256: the value of largest magnitude (15.5, positive) maps to -127, so d is negative.
+        assert_eq!(a.k.qs[255], -127);
+        assert!((a.k.d[0] + 15.5 / 127.0).abs() < 1e-7);
+        assert_eq!(a.k.d.len(), 8, "one scale per 32 values, repeated over the super-block");
+        assert_eq!(a.k.sums[0], a.k.qs[..32].iter().map(|&q| q as i32).sum::<i32>());
+        // All zeros: scale 0, values 0, no NaN.
+        a.quantize(&[0.0; 32], 32);
+        assert_eq!((a.b.d[0], a.b.qs[0]), (0.0, 0));
+    }
+
+    #[test]
+    fn simd_and_portable_quantization_agree_exactly() {
+        let x: Vec<f32> = (0..512).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 37.0 + if i == 77 { 0.5 } else { 0.0 }).collect();
+        for id in [1.0f32, 2.0, 0.37, -3.1] {
+            let (mut simd, mut portable) = (vec![0i8; 512], vec![0i8; 512]);
+            scale_round(&x, id, &mut simd, has_avx2());
+            scale_round(&x, id, &mut portable, false);
+            assert_eq!(simd, portable, "id {id}");
+        }
+        assert_eq!(abs_max(&x, has_avx2()), abs_max(&x, false));
+    }
+
+    #[test]
+    fn gelu_is_the_tanh_approximation_on_both_paths() {
+        let g: Vec<f32> = (-400..400).map(|i| i as f32 / 37.0).chain([-100.0, 100.0, 0.0]).collect();
+        let x: Vec<f32> = (0..g.len()).map(|i| 1.0 + (i % 5) as f32 * 0.25).collect();
+        for simd in [false, has_avx2()] {
+            let mut out = g.clone();
+            gelu_mul(&mut out, &x, simd);
+            for ((&o, &v), &x) in out.iter().zip(&g).zip(&x) {
+                let want = 0.5 * v as f64 * (1.0 + (0.797_884_560_8 * (v as f64 + 0.044715 * (v as f64).powi(3))).tanh()) * x as f64;
+                assert!((o as f64 - want).abs() <= 2e-6 * (1.0 + want.abs()), "gelu({v}) * {x}: {o} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn f32_helpers_agree_with_plain_loops() {
+        let a: Vec<f32> = (0..37).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let b: Vec<f32> = (0..37).map(|i| 1.0 - i as f32 * 0.25).collect();
+        let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        for simd in [false, has_avx2()] {
+            assert!((dot_f32(&a, &b, simd) - want).abs() < 1e-3);
+            let mut y = b.clone();
+            axpy(&mut y, 2.0, &a, simd);
+            for i in 0..37 {
+                assert!((y[i] - (b[i] + 2.0 * a[i])).abs() < 1e-5);
+            }
+        }
+    }
+}
