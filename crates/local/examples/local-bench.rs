@@ -1,8 +1,10 @@
 //! Tokens per second of the local engine: prompt processing and generation, greedy.
 //!
-//!     cargo run --release -p h2htalk-local --example local-bench -- [SPEC] [MAX_TOKENS] [RUNS]
+//!     cargo run --release -p h2htalk-local --example local-bench -- [SPEC] [MAX_TOKENS] [RUNS] [PROMPT_TOKENS]
 //!
-//! SPEC defaults to `local:gemma3-270m` (install it with scripts/fetch-models.sh).
+//! SPEC defaults to `local:gemma3-270m` (install it with scripts/fetch-models.sh). The prompt is a
+//! system and a user message (97 tokens for Gemma 3); with PROMPT_TOKENS, the user message is
+//! repeated until the prompt has at least that many tokens.
 
 use std::time::Instant;
 
@@ -14,6 +16,7 @@ fn main() {
     let spec = args.first().map(String::as_str).unwrap_or("local:gemma3-270m");
     let max_tokens: u32 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(128);
     let runs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let min_prompt: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0);
     let t = Instant::now();
     let model = LocalModel::open(spec).unwrap_or_else(|e| {
         eprintln!("error: {e}");
@@ -24,7 +27,10 @@ fn main() {
     let system = "你是沈言，一位27岁的建筑师，也是用户的伴侣。你温和、可靠，尊重对方的边界，鼓励对方和朋友家人保持联系。\
                   遇到危机时，你会建议对方寻求专业帮助。被真诚地问到时，你会坦诚自己是AI。";
     let user = "今天加班到很晚，回家的路上下起了雨，我突然觉得很孤单。你能陪我说说话吗？";
-    let messages = vec![ChatMessage::new("system", system), ChatMessage::new("user", user)];
+    let mut messages = vec![ChatMessage::new("system", system), ChatMessage::new("user", user)];
+    while model.prompter().prompt_ids(&messages).unwrap().len() < min_prompt {
+        messages[1].content.push_str(user);
+    }
     let prompt_tokens = model.prompter().prompt_ids(&messages).unwrap().len();
     // Prompt processing alone: one output token.
     let one = ChatRequest {

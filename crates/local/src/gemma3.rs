@@ -239,26 +239,30 @@ impl Model {
             rope.table(cfg.rope_base_sliding),
         );
 
-        let mut acts = Acts::new();
         let mut h = vec![0f32; n * d];
         let (mut q, mut k, mut v) = (vec![0f32; n * q_dim], vec![0f32; n * kv_dim], vec![0f32; n * kv_dim]);
         let mut attn = vec![0f32; n * q_dim];
         let mut o = vec![0f32; n * d];
         for (li, layer) in self.layers.iter().enumerate() {
             rms_norm_rows(&x, &mut h, &layer.attn_norm, cfg.eps);
-            acts.quantize(&h, d);
+            let acts = Acts::new(&h, d);
             layer.wq.matmul(&acts, &mut q);
             layer.wk.matmul(&acts, &mut k);
             layer.wv.matmul(&acts, &mut v);
             let table = if layer.sliding { &base_sliding } else { &base_global };
-            for (r, head) in q.chunks_exact_mut(hd).enumerate() {
-                rms_norm(head, &layer.q_norm, cfg.eps);
-                table.apply(head, r / cfg.n_head);
-            }
-            for (r, head) in k.chunks_exact_mut(hd).enumerate() {
-                rms_norm(head, &layer.k_norm, cfg.eps);
-                table.apply(head, r / cfg.n_kv_head);
-            }
+            let heads = |x: &mut [f32], norm: &[f32], per_row: usize| {
+                let one = |(r, head): (usize, &mut [f32])| {
+                    rms_norm(head, norm, cfg.eps);
+                    table.apply(head, r / per_row);
+                };
+                if n >= PARALLEL_ROWS {
+                    x.par_chunks_exact_mut(hd).enumerate().for_each(one);
+                } else {
+                    x.chunks_exact_mut(hd).enumerate().for_each(one);
+                }
+            };
+            heads(&mut q, &layer.q_norm, cfg.n_head);
+            heads(&mut k, &layer.k_norm, cfg.n_kv_head);
             for (r, &(c, _)) in rows.iter().enumerate() {
                 let (kc, vc) = &mut chunks[c].cache.layers[li];
                 kc.extend_from_slice(&k[r * kv_dim..(r + 1) * kv_dim]);
@@ -289,27 +293,19 @@ impl Model {
                     quant::axpy(out, s / sum, &vc[j * kv_dim + kv * hd..j * kv_dim + (kv + 1) * hd], avx2);
                 }
             });
-            acts.quantize(&attn, q_dim);
-            layer.wo.matmul(&acts, &mut o);
-            for (orow, xrow) in o.chunks_exact_mut(d).zip(x.chunks_exact_mut(d)) {
-                rms_norm(orow, &layer.post_attn_norm, cfg.eps);
-                xrow.iter_mut().zip(orow.iter()).for_each(|(x, o)| *x += o);
-            }
+            layer.wo.matmul(&Acts::new(&attn, q_dim), &mut o);
+            add_normed(&mut x, &mut o, &layer.post_attn_norm, cfg.eps);
 
             rms_norm_rows(&x, &mut h, &layer.ffn_norm, cfg.eps);
-            acts.quantize(&h, d);
+            let acts = Acts::new(&h, d);
             let ff = layer.gate.rows();
             let mut gate = vec![0f32; n * ff];
             let mut up = vec![0f32; n * ff];
             layer.gate.matmul(&acts, &mut gate);
             layer.up.matmul(&acts, &mut up);
             gate.par_chunks_mut(4096).zip(up.par_chunks(4096)).for_each(|(g, u)| quant::gelu_mul(g, u, avx2));
-            acts.quantize(&gate, ff);
-            layer.down.matmul(&acts, &mut o);
-            for (orow, xrow) in o.chunks_exact_mut(d).zip(x.chunks_exact_mut(d)) {
-                rms_norm(orow, &layer.post_ffn_norm, cfg.eps);
-                xrow.iter_mut().zip(orow.iter()).for_each(|(x, o)| *x += o);
-            }
+            layer.down.matmul(&Acts::new(&gate, ff), &mut o);
+            add_normed(&mut x, &mut o, &layer.post_ffn_norm, cfg.eps);
         }
         for chunk in chunks.iter_mut() {
             chunk.cache.len += chunk.tokens.len();
@@ -328,8 +324,7 @@ impl Model {
         let vocab = self.output.rows();
         let mut logits = vec![0f32; last.len() / d * vocab];
         if !last.is_empty() {
-            acts.quantize(&last, d);
-            self.output.matmul(&acts, &mut logits);
+            self.output.matmul(&Acts::new(&last, d), &mut logits);
         }
         let mut rows = logits.chunks_exact(vocab);
         Ok(chunks.iter().map(|c| if c.logits { rows.next().expect("one row per chunk").to_vec() } else { Vec::new() }).collect())
@@ -343,10 +338,28 @@ fn rms_norm(x: &mut [f32], w: &[f32], eps: f32) {
     x.iter_mut().zip(w).for_each(|(v, w)| *v = *v / m * w);
 }
 
+/// Rows from which per-row work is split over the threads.
+const PARALLEL_ROWS: usize = 32;
+
 fn rms_norm_rows(x: &[f32], out: &mut [f32], w: &[f32], eps: f32) {
     out.copy_from_slice(x);
-    for row in out.chunks_exact_mut(w.len()) {
-        rms_norm(row, w, eps);
+    if out.len() / w.len() >= PARALLEL_ROWS {
+        out.par_chunks_exact_mut(w.len()).for_each(|row| rms_norm(row, w, eps));
+    } else {
+        out.chunks_exact_mut(w.len()).for_each(|row| rms_norm(row, w, eps));
+    }
+}
+
+/// `x += rms_norm(o)`, row by row (the post-norm and the residual).
+fn add_normed(x: &mut [f32], o: &mut [f32], w: &[f32], eps: f32) {
+    let row = |(o, x): (&mut [f32], &mut [f32])| {
+        rms_norm(o, w, eps);
+        x.iter_mut().zip(o.iter()).for_each(|(x, o)| *x += o);
+    };
+    if x.len() / w.len() >= PARALLEL_ROWS {
+        o.par_chunks_exact_mut(w.len()).zip(x.par_chunks_exact_mut(w.len())).for_each(row);
+    } else {
+        o.chunks_exact_mut(w.len()).zip(x.chunks_exact_mut(w.len())).for_each(row);
     }
 }
 

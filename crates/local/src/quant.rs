@@ -145,16 +145,18 @@ impl QMatrix {
         let tasks = rayon::current_num_threads() * 4;
         let chunk = self.rows.div_ceil(tasks).max(16);
         let avx2 = has_avx2();
+        // Quantized here, before the tasks start (it runs in parallel itself).
+        let q = (self.format != Format::F32).then(|| x.quantized(self.format.per_super()));
         let out = SharedOut(out.as_mut_ptr());
         (0..self.rows.div_ceil(chunk)).into_par_iter().for_each(|task| {
             let first = task * chunk;
             let n = chunk.min(self.rows - first);
-            self.rows_into(first, n, x, &out, avx2);
+            self.rows_into(first, n, x, q, &out, avx2);
         });
     }
 
     /// Rows `first..first + n` against every activation row, into `out[i * rows + r]`.
-    fn rows_into(&self, first: usize, n: usize, x: &Acts, out: &SharedOut, avx2: bool) {
+    fn rows_into(&self, first: usize, n: usize, x: &Acts, q: Option<&Quantized>, out: &SharedOut, avx2: bool) {
         let m = x.rows;
         let put = |i: usize, r: usize, v: f32| {
             debug_assert!(i < m && r < self.rows);
@@ -171,7 +173,7 @@ impl QMatrix {
             }
             return;
         }
-        let q = if self.format.per_super() { &x.k } else { &x.b };
+        let q = q.expect("quantized activations for a quantized matrix");
         let rb = self.row_bytes();
         // A group of weight rows meets each tile of activation rows in turn: both stay in the
         // first-level cache while they are multiplied.
@@ -197,18 +199,19 @@ struct SharedOut(*mut f32);
 // SAFETY: tasks write disjoint elements (see `QMatrix::rows_into`), and `matmul` outlives them.
 unsafe impl Sync for SharedOut {}
 
-/// Activation rows, quantized for the products: per 32 values (`b`) and per 256 (`k`), kept with
-/// the f32 values (for f32 matrices).
-pub struct Acts {
+/// Activation rows (`rows × cols` f32, row by row), quantized when a product first needs them:
+/// per 32 values for Q8_0/Q5_0 weights, per 256 for the K-quants; each kind once, whatever the
+/// number of matrices that take these rows.
+pub struct Acts<'a> {
     rows: usize,
     cols: usize,
-    f32s: Vec<f32>,
-    b: Quantized,
-    k: Quantized,
+    f32s: &'a [f32],
+    b: std::sync::OnceLock<Quantized>,
+    k: std::sync::OnceLock<Quantized>,
 }
 
-/// 8-bit values, one scale per 32 values (repeated over a super-block for `k`), and the sum of
-/// each 32 values (for the minimums of Q4_K and the offset of Q5_0).
+/// 8-bit values, one scale per 32 values (repeated over a super-block for per-256 scales), and
+/// the sum of each 32 values (for the minimums of Q4_K).
 #[derive(Default)]
 struct Quantized {
     cols: usize,
@@ -218,36 +221,19 @@ struct Quantized {
 }
 
 impl Quantized {
-    fn clear(&mut self, cols: usize) {
-        self.cols = cols;
-        self.qs.clear();
-        self.d.clear();
-        self.sums.clear();
-    }
-
-    /// Appends `x` quantized in groups of `group` values (32 or 256), each with its own scale.
-    fn push(&mut self, x: &[f32], group: usize, avx2: bool) {
-        for g in x.chunks(group) {
-            let amax = abs_max(g, avx2);
-            let (d, id) = if amax == 0.0 || !amax.is_finite() {
-                (0.0, 0.0)
-            } else if group == BLOCK {
-                // llama.cpp's Q8_0: scale amax / 127.
-                let d = amax / 127.0;
-                (d, 1.0 / d)
-            } else {
-                // llama.cpp's Q8_K: the value of largest magnitude, with its sign, maps to -127.
-                let max = g.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
-                (max / -127.0, -127.0 / max)
-            };
-            let start = self.qs.len();
-            self.qs.resize(start + g.len(), 0);
-            scale_round(g, id, &mut self.qs[start..], avx2);
-            for b in self.qs[start..].chunks(BLOCK) {
-                self.d.push(d);
-                self.sums.push(b.iter().map(|&q| q as i32).sum());
-            }
-        }
+    /// `x` quantized in groups of `group` values (32 or 256), each with its own scale; rows in
+    /// parallel.
+    fn new(x: &[f32], cols: usize, group: usize) -> Quantized {
+        let avx2 = has_avx2();
+        let blocks = x.len() / BLOCK;
+        let mut q = Quantized { cols, qs: vec![0; x.len()], d: vec![0.0; blocks], sums: vec![0; blocks] };
+        let per_row = cols / BLOCK;
+        q.qs.par_chunks_mut(cols)
+            .zip(q.d.par_chunks_mut(per_row))
+            .zip(q.sums.par_chunks_mut(per_row))
+            .zip(x.par_chunks(cols))
+            .for_each(|(((qs, d), sums), x)| quantize_row(x, group, qs, d, sums, avx2));
+        q
     }
 
     fn block(&self, row: usize, b: usize) -> (&[i8], f32, i32) {
@@ -257,30 +243,35 @@ impl Quantized {
     }
 }
 
-impl Acts {
-    pub fn new() -> Acts {
-        Acts { rows: 0, cols: 0, f32s: Vec::new(), b: Quantized::default(), k: Quantized::default() }
+/// One row: per group its scale (llama.cpp's Q8_0 rule for 32, Q8_K's for 256), values and sums.
+fn quantize_row(x: &[f32], group: usize, qs: &mut [i8], d: &mut [f32], sums: &mut [i32], avx2: bool) {
+    for (gi, (g, out)) in x.chunks(group).zip(qs.chunks_mut(group)).enumerate() {
+        let amax = abs_max(g, avx2);
+        let (scale, id) = if amax == 0.0 || !amax.is_finite() {
+            (0.0, 0.0)
+        } else if group == BLOCK {
+            // Q8_0: scale amax / 127.
+            let scale = amax / 127.0;
+            (scale, 1.0 / scale)
+        } else {
+            // Q8_K: the value of largest magnitude, with its sign, maps to -127.
+            let max = g.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
+            (max / -127.0, -127.0 / max)
+        };
+        scale_round(g, id, out, avx2);
+        let per = group / BLOCK;
+        for (j, b) in out.chunks(BLOCK).enumerate() {
+            d[gi * per + j] = scale;
+            sums[gi * per + j] = b.iter().map(|&q| q as i32).sum();
+        }
     }
+}
 
-    /// Quantizes `x` (`rows × cols`, row by row) in place of what this held.
-    pub fn quantize(&mut self, x: &[f32], cols: usize) {
-        assert!(cols > 0 && x.len() % cols == 0);
-        self.rows = x.len() / cols;
-        self.cols = cols;
-        self.f32s.clear();
-        self.f32s.extend_from_slice(x);
-        self.b.clear(cols);
-        self.k.clear(cols);
-        if cols % BLOCK != 0 {
-            return; // only f32 matrices can take these; quantized ones have whole blocks
-        }
-        let avx2 = has_avx2();
-        for row in x.chunks_exact(cols) {
-            self.b.push(row, BLOCK, avx2);
-            if cols % SUPER == 0 {
-                self.k.push(row, SUPER, avx2);
-            }
-        }
+impl<'a> Acts<'a> {
+    /// The rows of `x`, `cols` values each.
+    pub fn new(x: &'a [f32], cols: usize) -> Acts<'a> {
+        assert!(cols > 0 && x.len() % cols == 0, "{} values are not rows of {cols}", x.len());
+        Acts { rows: x.len() / cols, cols, f32s: x, b: Default::default(), k: Default::default() }
     }
 
     pub fn rows(&self) -> usize {
@@ -290,11 +281,12 @@ impl Acts {
     fn row_f32(&self, i: usize) -> &[f32] {
         &self.f32s[i * self.cols..(i + 1) * self.cols]
     }
-}
 
-impl Default for Acts {
-    fn default() -> Self {
-        Acts::new()
+    /// The rows quantized per 32 values, or per 256 (`per_super`).
+    fn quantized(&self, per_super: bool) -> &Quantized {
+        let (cell, group) = if per_super { (&self.k, SUPER) } else { (&self.b, BLOCK) };
+        assert!(self.cols % group == 0, "rows of {} values cannot be quantized per {group}", self.cols);
+        cell.get_or_init(|| Quantized::new(self.f32s, self.cols, group))
     }
 }
 
@@ -873,11 +865,8 @@ mod tests {
         (q, m)
     }
 
-    fn acts(rows: usize, cols: usize) -> (Vec<f32>, Acts) {
-        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 40.0).collect();
-        let mut a = Acts::new();
-        a.quantize(&x, cols);
-        (x, a)
+    fn values(rows: usize, cols: usize) -> Vec<f32> {
+        (0..rows * cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 40.0).collect()
     }
 
     #[test]
@@ -904,9 +893,10 @@ mod tests {
             let (q, m) = matrix(dtype, rows, cols, 7);
             let w = q.dequantize(&Device::Cpu).unwrap().to_vec2::<f32>().unwrap();
             for n in [1, 3, 4, 9] {
-                let (x, a) = acts(n, cols);
+                let x = values(n, cols);
+                let a = Acts::new(&x, cols);
                 // The activations as the kernels see them.
-                let src = if m.format().per_super() { &a.k } else { &a.b };
+                let src = a.quantized(m.format().per_super());
                 let xq: Vec<f32> = if m.format() == Format::F32 {
                     x.clone()
                 } else {
@@ -954,19 +944,31 @@ mod tests {
     #[test]
     fn activations_quantize_as_llama_cpp_does() {
         let x: Vec<f32> = (0..256).map(|i| (i as f32 - 100.0) / 10.0).collect();
-        let mut a = Acts::new();
-        a.quantize(&x, 256);
+        let a = Acts::new(&x, 256);
         // Per 32: the largest magnitude maps to ±127.
-        assert_eq!(a.b.qs[0], -127);
-        assert!((a.b.d[0] - 10.0 / 127.0).abs() < 1e-7);
+        let (b, k) = (a.quantized(false), a.quantized(true));
+        assert_eq!(b.qs[0], -127);
+        assert!((b.d[0] - 10.0 / 127.0).abs() < 1e-7);
         // Per 256: the value of largest magnitude (15.5, positive) maps to -127, so d is negative.
-        assert_eq!(a.k.qs[255], -127);
-        assert!((a.k.d[0] + 15.5 / 127.0).abs() < 1e-7);
-        assert_eq!(a.k.d.len(), 8, "one scale per 32 values, repeated over the super-block");
-        assert_eq!(a.k.sums[0], a.k.qs[..32].iter().map(|&q| q as i32).sum::<i32>());
+        assert_eq!(k.qs[255], -127);
+        assert!((k.d[0] + 15.5 / 127.0).abs() < 1e-7);
+        assert_eq!(k.d.len(), 8, "one scale per 32 values, repeated over the super-block");
+        assert_eq!(k.sums[0], k.qs[..32].iter().map(|&q| q as i32).sum::<i32>());
+        // Many rows (quantized in parallel) give each row what it gives alone.
+        let rows: Vec<f32> = (0..64 * 256).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / (1.0 + (i / 256) as f32)).collect();
+        let all = Acts::new(&rows, 256);
+        for (r, row) in rows.chunks(256).enumerate() {
+            let one = Acts::new(row, 256);
+            for per_super in [false, true] {
+                let (many, alone) = (all.quantized(per_super), one.quantized(per_super));
+                assert_eq!(&many.qs[r * 256..(r + 1) * 256], &alone.qs[..]);
+                assert_eq!(&many.d[r * 8..(r + 1) * 8], &alone.d[..]);
+            }
+        }
         // All zeros: scale 0, values 0, no NaN.
-        a.quantize(&[0.0; 32], 32);
-        assert_eq!((a.b.d[0], a.b.qs[0]), (0.0, 0));
+        let zeros = [0.0; 32];
+        let z = Acts::new(&zeros, 32);
+        assert_eq!((z.quantized(false).d[0], z.quantized(false).qs[0]), (0.0, 0));
     }
 
     #[test]
