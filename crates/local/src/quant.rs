@@ -737,7 +737,7 @@ mod simd {
     /// `e^x` for each lane (Cephes' single-precision polynomial; relative error about 1e-7),
     /// `x` clamped to ±88.
     #[inline]
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn exp(x: __m256) -> __m256 {
         let x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0)), _mm256_set1_ps(-88.0));
         let n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E), _mm256_set1_ps(0.5)));
@@ -752,7 +752,7 @@ mod simd {
         _mm256_mul_ps(y, _mm256_castsi256_ps(pow2))
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn gelu_mul(g: &mut [f32], x: &[f32]) {
         let n = g.len().min(x.len());
         let (k, c) = (_mm256_set1_ps(-2.0 * 0.797_884_6), _mm256_set1_ps(0.044715));
@@ -770,7 +770,7 @@ mod simd {
         }
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn abs_max(x: &[f32]) -> f32 {
         let sign = _mm256_set1_ps(-0.0);
         let mut m = _mm256_setzero_ps();
@@ -784,7 +784,7 @@ mod simd {
     }
 
     /// `x.len()` is a multiple of 32.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn scale_round(x: &[f32], id: f32, out: &mut [i8]) {
         let idv = _mm256_set1_ps(id);
         let (lo, hi) = (_mm256_set1_ps(-127.0), _mm256_set1_ps(127.0));
@@ -805,7 +805,7 @@ mod simd {
         }
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
         let n = a.len().min(b.len());
         let (pa, pb) = (a.as_ptr(), b.as_ptr());
@@ -829,7 +829,7 @@ mod simd {
         s
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
         let n = y.len().min(x.len());
         let av = _mm256_set1_ps(a);
