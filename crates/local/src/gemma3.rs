@@ -243,6 +243,8 @@ impl Model {
         let (mut q, mut k, mut v) = (vec![0f32; n * q_dim], vec![0f32; n * kv_dim], vec![0f32; n * kv_dim]);
         let mut attn = vec![0f32; n * q_dim];
         let mut o = vec![0f32; n * d];
+        // The feed-forward buffers, sized per layer (every element is written by the products).
+        let (mut gate, mut up) = (Vec::new(), Vec::new());
         for (li, layer) in self.layers.iter().enumerate() {
             rms_norm_rows(&x, &mut h, &layer.attn_norm, cfg.eps);
             let acts = Acts::new(&h, d);
@@ -299,8 +301,8 @@ impl Model {
             rms_norm_rows(&x, &mut h, &layer.ffn_norm, cfg.eps);
             let acts = Acts::new(&h, d);
             let ff = layer.gate.rows();
-            let mut gate = vec![0f32; n * ff];
-            let mut up = vec![0f32; n * ff];
+            gate.resize(n * ff, 0.0);
+            up.resize(n * ff, 0.0);
             layer.gate.matmul(&acts, &mut gate);
             layer.up.matmul(&acts, &mut up);
             gate.par_chunks_mut(4096).zip(up.par_chunks(4096)).for_each(|(g, u)| quant::gelu_mul(g, u, avx2));

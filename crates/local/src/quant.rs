@@ -396,11 +396,6 @@ fn has_avx2() -> bool {
     false
 }
 
-/// Whether the SIMD kernels are in use (else the portable ones).
-pub fn simd_in_use() -> bool {
-    has_avx2()
-}
-
 /// Dot products of one stored weight row with activation rows `first..first + t` (`t <= TILE`).
 fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE], avx2: bool) {
     #[cfg(target_arch = "x86_64")]
