@@ -74,8 +74,32 @@ pub struct Engine {
     pub prompter: Arc<Prompter>,
     pub architecture: String,
     context_length: usize,
-    batch: usize,
+    options: Options,
     pub stats: Arc<Counters>,
+}
+
+/// How the engine serves requests; [`Options::default`] reads the environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Requests decoded together (Gemma 3; candle's Qwen2 and Llama take one at a time):
+    /// `H2HTALK_LOCAL_BATCH`, else 4 per core, between 4 and 16. Decoding is bound by reading the
+    /// weights, which a batch reads once for all its sequences.
+    pub batch: usize,
+    /// Whether a prompt that begins as an earlier or concurrent request's did starts from that
+    /// request's stored keys and values instead of running its beginning again (Gemma 3; on unless
+    /// `H2HTALK_LOCAL_PREFIX_REUSE=0`). The answers are the same either way.
+    pub reuse_prefixes: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
+        let batch = env("H2HTALK_LOCAL_BATCH").and_then(|v| v.parse::<usize>().ok()).map(|n| n.max(1)).unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            (4 * cores).clamp(4, 16)
+        });
+        Options { batch, reuse_prefixes: env("H2HTALK_LOCAL_PREFIX_REUSE").as_deref() != Some("0") }
+    }
 }
 
 /// What the engine has done, counted as it goes ([`crate::LocalModel::stats`]).
@@ -84,6 +108,8 @@ pub struct Counters {
     requests: std::sync::atomic::AtomicU64,
     steps: std::sync::atomic::AtomicU64,
     peak_batch: std::sync::atomic::AtomicUsize,
+    prompt_tokens: std::sync::atomic::AtomicU64,
+    reused_tokens: std::sync::atomic::AtomicU64,
 }
 
 /// A snapshot of [`Counters`].
@@ -95,6 +121,11 @@ pub struct Stats {
     pub steps: u64,
     /// The most requests one forward pass has run together.
     pub peak_batch: usize,
+    /// Prompt tokens of the requests taken up.
+    pub prompt_tokens: u64,
+    /// Of those, the ones not run but copied from another request that began the same way
+    /// ([`Options::reuse_prefixes`]).
+    pub reused_tokens: u64,
 }
 
 impl Counters {
@@ -104,6 +135,8 @@ impl Counters {
             requests: self.requests.load(Relaxed),
             steps: self.steps.load(Relaxed),
             peak_batch: self.peak_batch.load(Relaxed),
+            prompt_tokens: self.prompt_tokens.load(Relaxed),
+            reused_tokens: self.reused_tokens.load(Relaxed),
         }
     }
 }
@@ -133,7 +166,7 @@ fn read_metadata_u32(content: &gguf_file::Content, key: &str) -> Option<usize> {
 
 impl Engine {
     /// Loads a GGUF file: checks the magic, reads the metadata, builds the tokenizer and the weights.
-    pub fn load(path: &Path) -> Result<Engine, LocalError> {
+    pub fn load(path: &Path, mut options: Options) -> Result<Engine, LocalError> {
         let file = File::open(path).map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotFound {
                 LocalError::NotFound { path: path.to_path_buf() }
@@ -238,8 +271,10 @@ impl Engine {
             ),
         };
         let prompter = Arc::new(Prompter { tokenizer, format, stop, specials });
-        let batch = if matches!(weights, Weights::Gemma3(_)) { batch_size() } else { 1 };
-        Ok(Engine { weights, prompter, architecture, context_length, batch, stats: Default::default() })
+        if !matches!(weights, Weights::Gemma3(_)) {
+            options = Options { batch: 1, reuse_prefixes: false };
+        }
+        Ok(Engine { weights, prompter, architecture, context_length, options, stats: Default::default() })
     }
 
     pub fn context_length(&self) -> usize {
@@ -248,7 +283,7 @@ impl Engine {
 
     /// How many requests are decoded together.
     pub fn batch(&self) -> usize {
-        self.batch
+        self.options.batch
     }
 }
 
@@ -377,14 +412,23 @@ struct Active {
 /// sequences being decoded.
 const PROMPT_TOKENS_PER_STEP: usize = 512;
 
-/// The default batch: `H2HTALK_LOCAL_BATCH`, else 4 sequences per core, between 4 and 16. Decoding
-/// is bound by reading the weights, which a batch reads once for all its sequences.
-fn batch_size() -> usize {
-    if let Some(n) = std::env::var("H2HTALK_LOCAL_BATCH").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
-        return n.max(1);
+/// A cache no request holds now, with the tokens whose keys and values it keeps: a later prompt
+/// that begins with them starts from it.
+struct Spare {
+    cache: gemma3::Cache,
+    tokens: Vec<u32>,
+}
+
+impl Active {
+    /// The tokens whose keys and values the cache holds.
+    fn cached(&self) -> impl Iterator<Item = &u32> {
+        self.prompt.iter().chain(&self.output).take(self.cache.len())
     }
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    (4 * cores).clamp(4, 16)
+}
+
+/// How many leading tokens two sequences share.
+fn common_prefix<'a>(a: impl IntoIterator<Item = &'a u32>, b: impl IntoIterator<Item = &'a u32>) -> usize {
+    a.into_iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 fn engine_error(e: impl std::fmt::Display) -> ChatError {
@@ -398,7 +442,7 @@ impl Engine {
     pub fn serve(&mut self, jobs: std::sync::mpsc::Receiver<Job>) {
         let mut waiting: std::collections::VecDeque<Job> = Default::default();
         let mut active: Vec<Active> = Vec::new();
-        let mut spare: Vec<gemma3::Cache> = Vec::new();
+        let mut spare: Vec<Spare> = Vec::new();
         let mut open = true;
         loop {
             if active.is_empty() && waiting.is_empty() {
@@ -420,12 +464,12 @@ impl Engine {
             waiting.retain(|j| !j.reply.is_closed());
             let (gone, kept): (Vec<Active>, Vec<Active>) = active.drain(..).partition(|a| a.job.reply.is_closed());
             active = kept;
-            spare.extend(gone.into_iter().map(|a| a.cache));
-            while active.len() < self.batch
+            spare.extend(gone.into_iter().map(|a| Spare { tokens: a.cached().copied().collect(), cache: a.cache }));
+            while active.len() < self.options.batch
                 && let Some(job) = waiting.pop_front()
             {
                 self.stats.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                match self.start(job, spare.pop().unwrap_or_default()) {
+                match self.start(job, &mut spare) {
                     Ok(a) => active.push(a),
                     Err((job, e)) => {
                         let _ = job.reply.send(Err(e));
@@ -450,23 +494,29 @@ impl Engine {
                             input_tokens: Some(a.prompt.len() as u64),
                             output_tokens: Some(a.output.len() as u64),
                         };
+                        let tokens = a.cached().copied().collect();
                         let _ = a.job.reply.send(Ok(answer));
-                        spare.push(a.cache);
+                        spare.push(Spare { cache: a.cache, tokens });
                     }
                 }
                 Err(e) => {
                     for a in active.drain(..) {
                         let _ = a.job.reply.send(Err(e.clone()));
-                        spare.push(a.cache);
+                        // A pass that failed may have left its caches half written.
+                        let mut cache = a.cache;
+                        cache.clear();
+                        spare.push(Spare { cache, tokens: Vec::new() });
                     }
                 }
             }
         }
     }
 
-    /// Checks a request and sets it up; an error goes back with the job to its sender.
+    /// Checks a request and sets it up with a spare cache: the one whose tokens begin the prompt
+    /// furthest, kept up to there (see [`Options::reuse_prefixes`]), else the one unused longest.
+    /// An error goes back with the job to its sender.
     #[allow(clippy::result_large_err)]
-    fn start(&self, job: Job, mut cache: gemma3::Cache) -> Result<Active, (Job, ChatError)> {
+    fn start(&self, job: Job, spare: &mut Vec<Spare>) -> Result<Active, (Job, ChatError)> {
         let settings = &job.settings;
         let client = |m: String| ChatError::new(FaultKind::ClientError, m);
         if settings.max_tokens == 0 {
@@ -499,8 +549,23 @@ impl Engine {
             }
         };
         let sampler = LogitsProcessor::from_sampling(settings.seed.unwrap_or(0), sampling);
-        cache.clear();
-        Ok(Active { job, prompt, fed: 0, output: Vec::new(), budget, sampler, cache })
+        // At least the prompt's last token is run: its logits give the first answer token.
+        let shared = |s: &Spare| if self.options.reuse_prefixes { common_prefix(&s.tokens, &prompt).min(prompt.len() - 1) } else { 0 };
+        let best = (0..spare.len()).rev().max_by_key(|&i| shared(&spare[i]));
+        let (mut cache, fed) = match best {
+            Some(i) => {
+                let fed = shared(&spare[i]);
+                // The oldest spare when none shares anything: recent ones are likelier to be shared.
+                let s = spare.remove(if fed > 0 { i } else { 0 });
+                (s.cache, fed)
+            }
+            None => (gemma3::Cache::default(), 0),
+        };
+        cache.truncate(fed);
+        use std::sync::atomic::Ordering::Relaxed;
+        self.stats.prompt_tokens.fetch_add(prompt.len() as u64, Relaxed);
+        self.stats.reused_tokens.fetch_add(fed as u64, Relaxed);
+        Ok(Active { job, prompt, fed, output: Vec::new(), budget, sampler, cache })
     }
 
     /// One forward pass over the active requests: a piece of each prompt not yet run (up to
@@ -509,6 +574,9 @@ impl Engine {
     /// prompt is complete. Returns, per request, how it finished, if it did.
     fn step(&mut self, active: &mut [Active]) -> Result<Vec<Option<FinishReason>>, ChatError> {
         let whole = !matches!(self.weights, Weights::Gemma3(_));
+        if self.options.reuse_prefixes {
+            self.share_prefixes(active);
+        }
         // Per request: the positions it runs now (in prompt + answer), and whether it samples after.
         let mut room = PROMPT_TOKENS_PER_STEP;
         let mut plan: Vec<(usize, usize, bool)> = Vec::with_capacity(active.len());
@@ -568,6 +636,36 @@ impl Engine {
             finished.push((a.output.len() >= a.budget).then_some(FinishReason::Length));
         }
         Ok(finished)
+    }
+}
+
+impl Engine {
+    /// Brings each prompt being run up to the furthest point another active request's cache holds
+    /// of the same beginning (requests that start together: the first runs the shared beginning,
+    /// the others copy it the step after).
+    fn share_prefixes(&self, active: &mut [Active]) {
+        for i in 0..active.len() {
+            let a = &active[i];
+            if a.fed >= a.prompt.len() {
+                continue;
+            }
+            let limit = a.prompt.len() - 1;
+            let best = (0..active.len())
+                .filter(|&j| j != i)
+                .map(|j| (common_prefix(&a.prompt[..limit], active[j].cached()), j))
+                .max();
+            let Some((upto, j)) = best.filter(|&(upto, _)| upto > a.fed) else { continue };
+            let (a, b) = if i < j {
+                let (l, r) = active.split_at_mut(j);
+                (&mut l[i], &r[0])
+            } else {
+                let (l, r) = active.split_at_mut(i);
+                (&mut r[0], &l[j])
+            };
+            a.cache.extend_from(&b.cache, upto);
+            self.stats.reused_tokens.fetch_add((upto - a.fed) as u64, std::sync::atomic::Ordering::Relaxed);
+            a.fed = upto;
+        }
     }
 }
 

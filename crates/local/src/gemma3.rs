@@ -83,11 +83,39 @@ impl Cache {
 
     /// Forgets everything (the allocation is kept for the next sequence).
     pub fn clear(&mut self) {
-        for (k, v) in &mut self.layers {
-            k.clear();
-            v.clear();
+        self.truncate(0);
+    }
+
+    /// Keeps the first `len` positions (all of them when it holds fewer).
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
         }
-        self.len = 0;
+        for (k, v) in &mut self.layers {
+            let per = k.len() / self.len;
+            k.truncate(len * per);
+            v.truncate(len * per);
+        }
+        self.len = len;
+    }
+
+    /// Appends `other`'s positions from this cache's length up to `to`: the two hold the same
+    /// tokens up to there (a prompt beginning another request has run already), and keys and values
+    /// depend on nothing but the tokens before them, so the copy equals what running them gives.
+    pub fn extend_from(&mut self, other: &Cache, to: usize) {
+        let from = self.len;
+        if to <= from || to > other.len {
+            return;
+        }
+        if self.layers.len() != other.layers.len() {
+            self.layers.resize_with(other.layers.len(), Default::default);
+        }
+        for ((k, v), (ok, ov)) in self.layers.iter_mut().zip(&other.layers) {
+            let per = ok.len() / other.len;
+            k.extend_from_slice(&ok[from * per..to * per]);
+            v.extend_from_slice(&ov[from * per..to * per]);
+        }
+        self.len = to;
     }
 }
 

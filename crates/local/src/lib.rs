@@ -42,7 +42,7 @@ pub mod gemma3;
 pub mod quant;
 pub mod tokenizer;
 
-pub use engine::{ChatFormat, Prompter, SUPPORTED_ARCHITECTURES, Stats};
+pub use engine::{ChatFormat, Options, Prompter, SUPPORTED_ARCHITECTURES, Stats};
 
 /// The embedded default model's name (`local:gemma3-270m`).
 pub const DEFAULT_MODEL: &str = "gemma3-270m";
@@ -132,6 +132,11 @@ pub struct LocalModel {
 impl LocalModel {
     /// See [`open`].
     pub fn open(spec: &str) -> Result<LocalModel, LocalError> {
+        LocalModel::open_with(spec, Options::default())
+    }
+
+    /// [`LocalModel::open`] with the engine's options given rather than read from the environment.
+    pub fn open_with(spec: &str, options: Options) -> Result<LocalModel, LocalError> {
         let rest = spec.strip_prefix("local:").ok_or_else(|| LocalError::BadSpec { spec: spec.to_string() })?;
         if rest.is_empty() {
             return Err(LocalError::BadSpec { spec: spec.to_string() });
@@ -149,7 +154,7 @@ impl LocalModel {
                     expected: DEFAULT_MODEL_SHA256.to_string(),
                 });
             }
-            return LocalModel::load(&path, DEFAULT_MODEL, fingerprint);
+            return LocalModel::load(&path, DEFAULT_MODEL, fingerprint, options);
         }
         let path = PathBuf::from(rest);
         if !path.exists() {
@@ -159,12 +164,12 @@ impl LocalModel {
         // Checked before hashing, so that a wrong file fails at once with the right message.
         check_magic(&path)?;
         let fingerprint = fingerprint(&path)?;
-        LocalModel::load(&path, &name, fingerprint)
+        LocalModel::load(&path, &name, fingerprint, options)
     }
 
     /// Loads `path` and starts its engine thread; `name` and `sha256` go into the [`ModelSpec`].
-    pub fn load(path: &Path, name: &str, sha256: String) -> Result<LocalModel, LocalError> {
-        let mut engine = engine::Engine::load(path)?;
+    pub fn load(path: &Path, name: &str, sha256: String, options: Options) -> Result<LocalModel, LocalError> {
+        let mut engine = engine::Engine::load(path, options)?;
         let architecture = engine.architecture.clone();
         let prompter = Arc::clone(&engine.prompter);
         let context_length = engine.context_length();
@@ -218,7 +223,8 @@ impl LocalModel {
         self.batch
     }
 
-    /// What the engine has done so far: requests, forward passes, the largest batch.
+    /// What the engine has done so far: requests, forward passes, the largest batch, prompt tokens
+    /// and how many of them were reused.
     pub fn stats(&self) -> Stats {
         self.stats.snapshot()
     }

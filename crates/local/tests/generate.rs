@@ -195,3 +195,47 @@ fn concurrent_requests_are_batched_and_answer_as_alone() {
         assert_eq!(&alone, a, "{prompt} with max_tokens {max_tokens}: batched and alone differ");
     }
 }
+
+/// Requests that begin alike (one long system prompt, different questions, one asked twice) start
+/// from the keys and values another request stored, concurrently and one after another, and answer
+/// exactly as an engine that runs every prompt in full.
+#[test]
+fn shared_prompt_beginnings_are_reused_and_answer_as_run_in_full() {
+    let Some(model) = model() else { return };
+    let reference = LocalModel::open_with(
+        "local:gemma3-270m",
+        h2htalk_local::Options { batch: 1, reuse_prefixes: false },
+    )
+    .expect("open local:gemma3-270m");
+    let system = "You are Lin, a warm and steady companion. You listen first, name the feeling you hear, \
+                  and encourage the user's own friendships and plans rather than depending on you. "
+        .repeat(4);
+    let questions = ["I failed my driving test today.", "我明天要面试，好紧张。", "I failed my driving test today.", "Any idea for the weekend?"];
+    let ask = |m: Arc<LocalModel>, q: &str| {
+        let req = request(&[("system", &system), ("user", q)], 0.0, 8, 0);
+        async move { m.chat(&req).await.unwrap() }
+    };
+    let before = model.stats();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let together = rt.block_on(async {
+        let handles: Vec<_> = questions.iter().map(|q| tokio::spawn(ask(Arc::clone(&model), q))).collect();
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.await.unwrap());
+        }
+        out
+    });
+    let one_by_one: Vec<_> = questions.iter().map(|q| block_on(ask(Arc::clone(&model), q))).collect();
+    let after = model.stats();
+    let reference = Arc::new(reference);
+    for (i, q) in questions.iter().enumerate() {
+        let full = block_on(ask(Arc::clone(&reference), q));
+        assert_eq!(together[i], full, "{q}: run together with shared beginnings, the answer differs");
+        assert_eq!(one_by_one[i], full, "{q}: run after others with the same beginning, the answer differs");
+    }
+    let prompt_len = model.prompter().prompt_ids(&[ChatMessage::new("system", &system), ChatMessage::new("user", questions[0])]).unwrap().len() as u64;
+    let reused = after.reused_tokens - before.reused_tokens;
+    // One by one, every request after the first starts at least at the end of the system prompt.
+    assert!(reused >= 4 * (prompt_len - 20), "{reused} tokens reused of {} prompt tokens: {before:?} -> {after:?}", after.prompt_tokens - before.prompt_tokens);
+    assert_eq!(reference.stats().reused_tokens, 0, "reuse is off on the reference engine");
+}
