@@ -4,7 +4,7 @@
 
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, FaultKind, GenerationSettings, Scheduler};
-use h2htalk_store::{JudgeOutcome, PairOutcome, Verdict};
+use h2htalk_store::{CallUsage, JudgeOutcome, PairOutcome, Prices, Store, UsageRole, UsageRow, Verdict};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -57,12 +57,27 @@ pub struct JudgeHandle<'a> {
     pub settings: &'a JudgeSettings,
     /// The judge's prompts and the safety rules, from the suite.
     pub texts: &'a JudgeTexts,
+    /// The prices configured for the judge model (`None`: not set), recorded with its tokens.
+    pub prices: Option<Prices>,
 }
 
 impl JudgeHandle<'_> {
     /// The judge's name in the store: `provider:model`.
     pub fn name(&self) -> String {
         self.model.spec().to_string()
+    }
+
+    /// Adds the tokens of the judge's answers for `purpose` (`rubric`, `safety`, `validity`,
+    /// `needs`) to `run_id`'s count in the store.
+    pub fn record(&self, store: &Store, run_id: &str, purpose: &str, usage: CallUsage) -> Result<(), JudgeError> {
+        let row = UsageRow {
+            role: UsageRole::Judge,
+            model: self.name(),
+            purpose: purpose.into(),
+            usage,
+            prices: self.prices,
+        };
+        Ok(store.add_usage(run_id, &row)?)
     }
 
     /// [`ask_json`] with the judge's model, scheduler, settings and parse attempts.
@@ -139,6 +154,18 @@ pub struct Asked<T> {
     pub output_tokens: u64,
     /// Answers whose server reported no usage.
     pub unknown_usage: u32,
+}
+
+impl<T> Asked<T> {
+    /// The tokens of the answers received, as the store counts them.
+    pub fn usage(&self) -> CallUsage {
+        CallUsage {
+            calls: u64::from(self.attempts),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            unknown_usage: u64::from(self.unknown_usage),
+        }
+    }
 }
 
 /// `text` without surrounding whitespace and without a Markdown code fence (```json … ```).

@@ -185,6 +185,7 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
     while let Some((item, family, asked)) = stream.next().await {
         input_tokens += asked.input_tokens;
         output_tokens += asked.output_tokens;
+        judge.record(store, run_id, "rubric", asked.usage())?;
         let mut row = JudgeScore {
             scenario_id: item.scenario_id.clone(),
             task: item.task.clone(),

@@ -539,6 +539,7 @@ pub async fn safety_run(
         while let Some((mut v, expected, asked)) = stream.next().await {
             input_tokens += asked.input_tokens;
             output_tokens += asked.output_tokens;
+            j.record(store, run_id, "safety", asked.usage())?;
             match asked.result {
                 Ok(a) => {
                     let unmet = a.should.iter().position(|ok| !ok).map(|i| format!("should: {}", expected.should[i]));

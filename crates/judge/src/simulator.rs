@@ -19,7 +19,7 @@ use h2htalk_data::suite::{
 use h2htalk_data::{Suite, Task};
 use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, GenerationSettings, Scheduler};
 use h2htalk_prompt::{Prompts, SapMode};
-use h2htalk_store::{Simulation, SimulationOutcome, Store};
+use h2htalk_store::{CallUsage, Prices, Simulation, SimulationOutcome, Store, UsageRole, UsageRow};
 use minijinja::{Environment, UndefinedBehavior};
 use serde::{Deserialize, Serialize};
 
@@ -768,6 +768,10 @@ pub struct SimulationSetup<'a> {
     pub simulator: &'a dyn ChatModel,
     pub simulator_scheduler: &'a Scheduler,
     pub simulator_settings: GenerationSettings,
+    /// The prices configured for the simulated user's model and for the companion (`None`: not
+    /// set), recorded with their tokens.
+    pub simulator_prices: Option<Prices>,
+    pub companion_prices: Option<Prices>,
     /// Decides whether the needs were met; without it they are counted as not judged.
     pub judge: Option<JudgeHandle<'a>>,
     /// Answers the simulator may give per turn before the simulation stops as `simulator_parse_failed`.
@@ -846,6 +850,17 @@ pub struct SimulationResult {
     pub simulator_role_breaks: usize,
     /// Companion replies that broke role ([`companion_role_break`]).
     pub companion_role_breaks: usize,
+    /// Tokens of this conversation's calls: the simulated user's, the companion's, the needs judge's.
+    #[serde(skip)]
+    pub usage: ConversationUsage,
+}
+
+/// Tokens of one simulated conversation's calls, by who made them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConversationUsage {
+    pub simulator: CallUsage,
+    pub companion: CallUsage,
+    pub judge: CallUsage,
 }
 
 /// A proportion with its 95% Wilson score interval.
@@ -983,6 +998,7 @@ async fn run_one(
         simulator_calls: 0,
         simulator_role_breaks: 0,
         companion_role_breaks: 0,
+        usage: ConversationUsage::default(),
     };
     let mut memories: Vec<Memory> = Vec::new();
     'sessions: for s in 1..=profile.sessions {
@@ -1022,6 +1038,7 @@ async fn run_one(
             )
             .await;
             r.simulator_calls += asked.attempts;
+            r.usage.simulator.add(asked.usage());
             r.simulator_role_breaks += breaks.load(std::sync::atomic::Ordering::Relaxed);
             let turn = match asked.result {
                 Ok(turn) => turn,
@@ -1042,7 +1059,10 @@ async fn run_one(
                 companion_prompts.render(setup.suite, setup.prompts, profile, setup.sap, &history, &memories)?;
             let request = ChatRequest { messages, settings: setup.companion_settings.clone() };
             let reply = match setup.companion_scheduler.call(setup.companion, &request).await.result {
-                Ok(resp) => resp.text.trim().to_string(),
+                Ok(resp) => {
+                    r.usage.companion.add(CallUsage::answer(resp.input_tokens, resp.output_tokens));
+                    resp.text.trim().to_string()
+                }
                 Err(e) => {
                     r.outcome = "companion_failed".into();
                     r.error = Some(format!("session {s}, turn {t}: {e}"));
@@ -1078,6 +1098,7 @@ async fn run_one(
             let request = ChatRequest { messages, settings: setup.companion_settings.clone() };
             match setup.companion_scheduler.call(setup.companion, &request).await.result {
                 Ok(resp) => {
+                    r.usage.companion.add(CallUsage::answer(resp.input_tokens, resp.output_tokens));
                     match parse_memories(&resp.text) {
                         Ok(new) => memories.extend(new),
                         Err(e) => {
@@ -1132,6 +1153,7 @@ async fn run_one(
                 let messages =
                     vec![ChatMessage::new("system", texts.needs_system.clone()), ChatMessage::new("user", user)];
                 let asked = j.ask(lang, messages, parse_needs).await;
+                r.usage.judge.add(asked.usage());
                 match asked.result {
                     Ok(a) => {
                         r.needs_outcome = "judged".into();
@@ -1204,6 +1226,23 @@ pub async fn simulate(
                 created_at: h2htalk_store::now_utc(),
             },
         )?;
+        let helpers = [
+            (UsageRole::Simulator, &simulator, "user", r.usage.simulator, setup.simulator_prices),
+            (UsageRole::Companion, &companion, "conversation", r.usage.companion, setup.companion_prices),
+        ];
+        for (role, model, purpose, usage, prices) in helpers {
+            if usage != CallUsage::default() {
+                store.add_usage(
+                    run_id,
+                    &UsageRow { role, model: model.clone(), purpose: purpose.into(), usage, prices },
+                )?;
+            }
+        }
+        if let Some(j) = &setup.judge
+            && r.usage.judge != CallUsage::default()
+        {
+            j.record(store, run_id, "needs", r.usage.judge)?;
+        }
         results.push(r);
     }
     Ok(summarize(run_id, companion, simulator, judge, seed, setup.texts.hash().to_string(), results))

@@ -148,6 +148,9 @@ pub struct ValidityReport {
     /// Tokens of the judge's answers asked by this call (0 for a report read from the store).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The same with the answers counted and those without usage (what the store records).
+    #[serde(skip)]
+    pub usage: h2htalk_store::CallUsage,
 }
 
 impl ValidityReport {
@@ -171,7 +174,14 @@ impl ValidityReport {
             cell.share = crate::rate(cell.ranked_correctly, cell.n);
             cell.interval = if cell.n >= 2 { wilson(cell.ranked_correctly, cell.n) } else { None };
         }
-        ValidityReport { judge: judge.to_string(), families, rows, input_tokens: 0, output_tokens: 0 }
+        ValidityReport {
+            judge: judge.to_string(),
+            families,
+            rows,
+            input_tokens: 0,
+            output_tokens: 0,
+            usage: Default::default(),
+        }
     }
 
     /// A few lines for the terminal: per family and degradation, the share ranked correctly.
@@ -279,10 +289,12 @@ pub async fn validate(
     }))
     .buffer_unordered(concurrency);
     let (mut input_tokens, mut output_tokens) = (0, 0);
+    let mut usage = h2htalk_store::CallUsage::default();
     let mut results: BTreeMap<(usize, Option<Degradation>), Result<f64, AskFailure>> = BTreeMap::new();
     while let Some((i, d, asked)) = stream.next().await {
         input_tokens += asked.input_tokens;
         output_tokens += asked.output_tokens;
+        usage.add(asked.usage());
         results.insert((i, d), asked.result.map(|a| a.mean()));
     }
     for ((i, d), degraded) in results.iter().filter_map(|((i, d), r)| d.map(|d| ((*i, d), r))) {
@@ -312,6 +324,7 @@ pub async fn validate(
     let mut report = ValidityReport::from_rows(&judge.name(), rows);
     report.input_tokens = input_tokens;
     report.output_tokens = output_tokens;
+    report.usage = usage;
     Ok(report)
 }
 
@@ -353,6 +366,7 @@ pub async fn validity_run(
     let settings = serde_json::json!({"judge": judge.settings, "limit": limit});
     store.begin_judge_session(run_id, SessionKind::Validity, &report.judge, &settings, judge.texts.hash())?;
     store.replace_validity(run_id, &report.judge, &report.rows)?;
+    judge.record(store, run_id, "validity", report.usage)?;
     Ok(report)
 }
 

@@ -41,7 +41,8 @@ async fn rubric_scores_parse_retries_and_counted_failures() {
     let model = common::client("judge", &server.base_url());
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(42);
-    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() };
+    let judge =
+        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
     let report = judge_run(&mut store, "r1", judge).await.unwrap();
 
     let o = &report.overall;
@@ -53,6 +54,14 @@ async fn rubric_scores_parse_retries_and_counted_failures() {
     assert_eq!(report.per_task["recollection_refine"].mean, None);
     assert_eq!(report.judged_now, 3);
     assert_eq!(report.judge, "openai:judge");
+    // Every answer's tokens are in the store: 1 + 3 + 2 answers, as the server reported them.
+    let usage = store.usage("r1").unwrap();
+    assert_eq!(usage.len(), 1);
+    let u = &usage[0];
+    assert_eq!((u.role.as_str(), u.model.as_str(), u.purpose.as_str()), ("judge", "openai:judge", "rubric"));
+    assert_eq!((u.usage.calls, u.usage.unknown_usage, u.prices), (6, 0, None));
+    assert_eq!((u.usage.input_tokens, u.usage.output_tokens), (report.input_tokens, report.output_tokens));
+    assert!(u.usage.input_tokens > 0);
 
     let rows = store.judge_scores("r1", &report.judge).unwrap();
     let row = |id: &str| rows.iter().find(|r| r.scenario_id == id).unwrap();
@@ -85,29 +94,45 @@ async fn infrastructure_failures_are_counted_apart_and_asked_again() {
     let dead = common::client("judge", &format!("http://127.0.0.1:{port}/v1"));
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(1);
-    let report = judge_run(&mut store, "r1", JudgeHandle { model: &dead, scheduler: &scheduler, settings: &settings, texts: common::texts() })
-        .await
-        .unwrap();
+    let report = judge_run(
+        &mut store,
+        "r1",
+        JudgeHandle { model: &dead, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None },
+    )
+    .await
+    .unwrap();
     assert_eq!((report.overall.judge_failed, report.overall.scored, report.overall.judge_parse_failed), (1, 0, 0));
     let server = common::server(&[("GOOD-D1-MARK", GOOD_D)]).await;
     let live = common::client("judge", &server.base_url());
-    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &settings, texts: common::texts() })
-        .await
-        .unwrap();
+    let report = judge_run(
+        &mut store,
+        "r1",
+        JudgeHandle { model: &live, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None },
+    )
+    .await
+    .unwrap();
     assert_eq!((report.judged_now, report.overall.judge_failed, report.overall.scored), (1, 0, 1));
     // Other settings: earlier judgments are dropped, not mixed.
     let other = JudgeSettings::pinned(2);
-    let report = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &other, texts: common::texts() })
-        .await
-        .unwrap();
+    let report = judge_run(
+        &mut store,
+        "r1",
+        JudgeHandle { model: &live, scheduler: &scheduler, settings: &other, texts: common::texts(), prices: None },
+    )
+    .await
+    .unwrap();
     assert!(report.restarted);
     assert_eq!(report.judged_now, 1);
     // A judge without a seed is refused.
     let mut unpinned = JudgeSettings::pinned(0);
     unpinned.generation.seed = None;
-    let err = judge_run(&mut store, "r1", JudgeHandle { model: &live, scheduler: &scheduler, settings: &unpinned, texts: common::texts() })
-        .await
-        .unwrap_err();
+    let err = judge_run(
+        &mut store,
+        "r1",
+        JudgeHandle { model: &live, scheduler: &scheduler, settings: &unpinned, texts: common::texts(), prices: None },
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("seed"), "{err}");
 }
 
@@ -146,7 +171,8 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
     let model = common::client("judge", &server.base_url());
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(7);
-    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() };
+    let judge =
+        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
     let runs: Vec<String> = ["ry", "rx", "rz"].iter().map(|s| s.to_string()).collect();
     let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
     let p = &report.pairs.iter().find(|p| p.run_a == "ry" && p.run_b == "rx").unwrap().overall;
@@ -179,7 +205,8 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
 
     // Another seed is another judge setting: the pairs are judged afresh.
     let settings = JudgeSettings::pinned(8);
-    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() };
+    let judge =
+        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
     let third = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
     assert_eq!(third.asked, 10);
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 4 * (4 + 3 + 3));

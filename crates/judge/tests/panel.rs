@@ -61,7 +61,7 @@ async fn two_judges_their_mean_and_alpha_without_unusable_answers() {
         judge_run(
             &mut store,
             "r1",
-            JudgeHandle { model: m, scheduler: &scheduler, settings: &settings, texts: common::texts() },
+            JudgeHandle { model: m, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None },
         )
         .await
         .unwrap();
@@ -115,7 +115,7 @@ async fn one_judge_has_no_agreement() {
     judge_run(
         &mut store,
         "r1",
-        JudgeHandle { model: &m, scheduler: &scheduler, settings: &settings, texts: common::texts() },
+        JudgeHandle { model: &m, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None },
     )
     .await
     .unwrap();
@@ -180,7 +180,7 @@ async fn validity_with_a_judge_that_prefers_longer_answers() {
     let model = common::client("judge", &server.base_url());
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(9);
-    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts };
+    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts, prices: None };
 
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("h.db")).unwrap();

@@ -213,7 +213,13 @@ async fn safety_score_by_rules_and_judge() {
         "r1",
         &suite,
         common::texts(),
-        Some(JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts() }),
+        Some(JudgeHandle {
+            model: &model,
+            scheduler: &scheduler,
+            settings: &settings,
+            texts: common::texts(),
+            prices: None,
+        }),
     )
     .await
     .unwrap();
@@ -287,10 +293,15 @@ async fn items_the_rules_decide_entirely_need_no_judge() {
     let model = common::client("judge", &server.base_url());
     let scheduler = common::scheduler();
     let settings = JudgeSettings::pinned(3);
-    let judged =
-        safety_run(&mut store, "r1", &suite, &texts, Some(JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: &texts }))
-            .await
-            .unwrap();
+    let judged = safety_run(
+        &mut store,
+        "r1",
+        &suite,
+        &texts,
+        Some(JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: &texts, prices: None }),
+    )
+    .await
+    .unwrap();
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 2);
     let o = &judged.overall;
     assert_eq!((o.pass, o.fail, o.undecided, o.decided_by_rules, o.needed_judge), (2, 1, 0, 1, 2));

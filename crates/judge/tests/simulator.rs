@@ -89,11 +89,14 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
         simulator: &simulator,
         simulator_scheduler: &s2,
         simulator_settings: GenerationSettings { temperature: 0.7, ..GenerationSettings::default() },
+        simulator_prices: None,
+        companion_prices: None,
         judge: Some(JudgeHandle {
             model: &simulator,
             scheduler: &s3,
             settings: &judge_settings,
             texts: common::texts(),
+            prices: None,
         }),
         max_parse_attempts: 2,
         texts: common::texts(),
@@ -130,6 +133,17 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
     // The simulated turn that spoke as the companion was retried and counted, never passed on.
     assert_eq!(r.simulator_role_breaks, 1);
     assert_eq!(r.simulator_calls, 13);
+    // The tokens of every call are in the store, by role: 13 simulated turns, 12 companion replies
+    // and 3 memory answers, 1 needs judgment.
+    let usage: Vec<(String, String, u64)> = store
+        .usage("r1")
+        .unwrap()
+        .into_iter()
+        .inspect(|u| assert!(u.usage.input_tokens > 0 && u.usage.unknown_usage == 0, "{u:?}"))
+        .map(|u| (u.role.as_str().to_string(), u.purpose, u.usage.calls))
+        .collect();
+    let want = [("companion", "conversation", 15), ("judge", "needs", 1), ("simulator", "user", 13)];
+    assert_eq!(usage, want.map(|(a, b, c)| (a.to_string(), b.to_string(), c)));
     assert_eq!(r.sessions[2].turns[0].user, "M31 今天有点累。");
     // The companion answered once as the user and once as an assistant out of persona.
     assert_eq!(r.companion_role_breaks, 2);
@@ -198,6 +212,8 @@ async fn unusable_simulator_answers_stop_the_simulation_and_are_counted() {
         simulator: &simulator,
         simulator_scheduler: &s2,
         simulator_settings: GenerationSettings::default(),
+        simulator_prices: None,
+        companion_prices: None,
         judge: None,
         max_parse_attempts: 2,
         texts: common::texts(),

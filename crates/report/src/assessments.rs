@@ -23,7 +23,7 @@ use h2htalk_judge::safety::SafetyCounts;
 use h2htalk_judge::simulator::Proportion;
 use h2htalk_store::{
     FormatCheck, JudgeOutcome, JudgeScore, Prices, SafetyVerdict, SessionKind, Simulation, SimulationOutcome, Store,
-    Verdict,
+    UsageRole, UsageRow, Verdict,
 };
 use serde::{Deserialize, Serialize};
 
@@ -216,15 +216,51 @@ pub struct ModelUsage {
     pub known_cost_usd: f64,
 }
 
-/// Tokens of a helper model (the judge, the simulator).
+/// The tokens of one helper model's calls for a run, and their cost.
+#[derive(Clone, Debug, Serialize)]
+pub struct HelperModelUsage {
+    /// `provider:name`.
+    pub model: String,
+    /// What the calls were for: `rubric`, `safety`, `validity`, `needs` (judge), `user` (the
+    /// simulated user), `conversation` (the model under test in simulated conversations).
+    pub purposes: Vec<String>,
+    /// Answers received.
+    pub calls: u64,
+    /// Tokens of the answers whose usage is known.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Answers without usage: their tokens are unknown, not 0.
+    pub unknown_usage: u64,
+    /// The prices configured for the model when the calls were made; `None`: not set.
+    pub prices: Option<Prices>,
+    /// USD; `None` when the price is not set, or some usage is unknown and tokens are not free.
+    pub cost_usd: Option<f64>,
+    /// The cost of the known tokens (`None` when the price is not set).
+    pub known_cost_usd: Option<f64>,
+}
+
+/// Tokens of a helper role (the judge, the simulated user, the model under test in simulated
+/// conversations).
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "status")]
 pub enum HelperUsage {
     #[serde(rename = "not run")]
     NotRun,
-    /// It ran, but the store does not keep its token counts.
-    #[serde(rename = "unknown")]
-    Unknown { note: String },
+    /// It ran, but the run was stored before helper tokens were recorded.
+    #[serde(rename = "not recorded")]
+    NotRecorded { note: String },
+    /// Per model, in name order.
+    #[serde(rename = "run")]
+    Run { models: Vec<HelperModelUsage> },
+}
+
+impl HelperUsage {
+    fn models(&self) -> &[HelperModelUsage] {
+        match self {
+            HelperUsage::Run { models } => models,
+            _ => &[],
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -232,6 +268,12 @@ pub struct UsageSection {
     pub model: ModelUsage,
     pub judge: HelperUsage,
     pub simulator: HelperUsage,
+    /// The model under test's calls in simulated conversations (apart from its generations).
+    pub model_in_simulation: HelperUsage,
+    /// The run's cost: the model's generations and every helper call recorded; `None` when a part
+    /// is not known (`total_cost_note` says which).
+    pub total_cost_usd: Option<f64>,
+    pub total_cost_note: Option<String>,
 }
 
 /// Every assessment of one run.
@@ -293,6 +335,8 @@ pub struct StoredRows {
     /// Per safety judge (or `rules`): its verdicts.
     pub safety: Vec<(String, Vec<SafetyVerdict>)>,
     pub simulations: Vec<Simulation>,
+    /// The tokens of the run's helper calls (none for runs stored before they were recorded).
+    pub usage: Vec<UsageRow>,
 }
 
 #[derive(Clone, Debug)]
@@ -321,6 +365,7 @@ pub fn load_rows(store: &Store, run_id: &str) -> Result<StoredRows, ReportError>
         judges,
         safety,
         simulations: store.simulations(run_id)?,
+        usage: store.usage(run_id)?,
     })
 }
 
@@ -759,31 +804,104 @@ fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection {
     let output_tokens = generated.iter().filter_map(|i| i.output_tokens).sum();
     let unknown_usage = generated.iter().filter(|i| i.unknown_usage).count();
     let known_cost_usd = prices.cost(input_tokens, output_tokens);
-    let helper = |ran: bool, what: &str| {
-        if ran {
-            HelperUsage::Unknown { note: format!("the store does not keep the {what}'s token counts") }
+    let model = ModelUsage {
+        model: run.run.spec.model_id.to_string(),
+        generations: generated.len(),
+        input_tokens,
+        output_tokens,
+        unknown_usage,
+        prices,
+        cost_usd: (unknown_usage == 0 || prices.free()).then_some(known_cost_usd),
+        known_cost_usd,
+    };
+    let judge_ran = rows.judges.iter().any(|j| !j.rows.is_empty())
+        || rows.safety.iter().any(|(j, v)| j != "rules" && !v.is_empty())
+        || rows.simulations.iter().any(|s| s.judge.is_some());
+    let judge = helper_usage(&rows.usage, UsageRole::Judge, judge_ran, "judge");
+    let simulator = helper_usage(&rows.usage, UsageRole::Simulator, !rows.simulations.is_empty(), "simulated user");
+    let model_in_simulation = helper_usage(
+        &rows.usage,
+        UsageRole::Companion,
+        !rows.simulations.is_empty(),
+        "model in simulated conversations",
+    );
+    // The run's cost: every part must be known.
+    let mut missing = Vec::new();
+    if model.cost_usd.is_none() {
+        missing.push(format!("the model's cost is unknown ({unknown_usage} generations without usage)"));
+    }
+    for (role, h) in [("judge", &judge), ("simulated user", &simulator), ("model in simulations", &model_in_simulation)]
+    {
+        match h {
+            HelperUsage::NotRun => {}
+            HelperUsage::NotRecorded { .. } => missing.push(format!("the {role}'s tokens were not recorded")),
+            HelperUsage::Run { models } => {
+                for m in models.iter().filter(|m| m.cost_usd.is_none()) {
+                    missing.push(match m.prices {
+                        None => format!("no price is set for {role} {}", m.model),
+                        Some(_) => format!("{role} {}: {} calls without usage", m.model, m.unknown_usage),
+                    });
+                }
+            }
+        }
+    }
+    let helpers = [&judge, &simulator, &model_in_simulation];
+    let total_cost_usd = missing.is_empty().then(|| {
+        model.cost_usd.unwrap_or(0.0) + helpers.iter().flat_map(|h| h.models()).filter_map(|m| m.cost_usd).sum::<f64>()
+    });
+    UsageSection {
+        model,
+        judge,
+        simulator,
+        model_in_simulation,
+        total_cost_usd,
+        total_cost_note: (!missing.is_empty()).then(|| missing.join("; ")),
+    }
+}
+
+/// The recorded tokens of one helper role, per model; "not recorded" when it ran in a run stored
+/// before helper tokens were recorded.
+fn helper_usage(rows: &[UsageRow], role: UsageRole, ran: bool, what: &str) -> HelperUsage {
+    let mut by_model: BTreeMap<&str, HelperModelUsage> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.role == role) {
+        let m = by_model.entry(&r.model).or_insert_with(|| HelperModelUsage {
+            model: r.model.clone(),
+            purposes: vec![],
+            calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            unknown_usage: 0,
+            prices: r.prices,
+            cost_usd: None,
+            known_cost_usd: None,
+        });
+        m.purposes.push(r.purpose.clone());
+        m.calls += r.usage.calls;
+        m.input_tokens += r.usage.input_tokens;
+        m.output_tokens += r.usage.output_tokens;
+        m.unknown_usage += r.usage.unknown_usage;
+        // Prices recorded for another purpose may be unset; a set price is the configured one.
+        m.prices = m.prices.or(r.prices);
+    }
+    if by_model.is_empty() {
+        return if ran {
+            HelperUsage::NotRecorded { note: format!("the run was stored before h2htalk recorded the {what}'s tokens") }
         } else {
             HelperUsage::NotRun
-        }
-    };
-    UsageSection {
-        model: ModelUsage {
-            model: run.run.spec.model_id.to_string(),
-            generations: generated.len(),
-            input_tokens,
-            output_tokens,
-            unknown_usage,
-            prices,
-            cost_usd: (unknown_usage == 0 || prices.free()).then_some(known_cost_usd),
-            known_cost_usd,
-        },
-        judge: helper(
-            rows.judges.iter().any(|j| !j.rows.is_empty())
-                || rows.safety.iter().any(|(j, v)| j != "rules" && !v.is_empty()),
-            "judge",
-        ),
-        simulator: helper(!rows.simulations.is_empty(), "simulator"),
+        };
     }
+    let models = by_model
+        .into_values()
+        .map(|mut m| {
+            if let Some(p) = m.prices {
+                let known = p.cost(m.input_tokens, m.output_tokens);
+                m.known_cost_usd = Some(known);
+                m.cost_usd = (m.unknown_usage == 0 || p.free()).then_some(known);
+            }
+            m
+        })
+        .collect();
+    HelperUsage::Run { models }
 }
 
 // ---- one rendering for every output ---------------------------------------------------------
@@ -1116,70 +1234,125 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
         }
     }
     // Usage.
-    let u = &a.usage;
-    let sec = "usage";
-    let m = &u.model;
-    let cost = match m.cost_usd {
-        Some(c) => Cell {
-            text: format!("{c:.4}"),
-            figure: Some(Figure {
-                section: sec.into(),
-                group: "model".into(),
-                key: "cost_usd".into(),
-                value: Some(c),
-                lo: None,
-                hi: None,
-                n: None,
-            }),
-        },
-        None => Cell {
-            text: format!(
-                "unknown ({} generations without usage; known part {:.4})",
-                m.unknown_usage, m.known_cost_usd
-            ),
-            figure: Some(Figure {
-                section: sec.into(),
-                group: "model".into(),
-                key: "cost_usd".into(),
-                value: None,
-                lo: None,
-                hi: None,
-                n: None,
-            }),
-        },
-    };
-    let helper = |who: &str, h: &HelperUsage| -> Vec<Cell> {
-        let t = match h {
-            HelperUsage::NotRun => "not run".to_string(),
-            HelperUsage::Unknown { .. } => "unknown".to_string(),
-        };
-        vec![text_cell(who), text_cell(&t), text_cell(&t), text_cell("–"), text_cell(&t)]
-    };
-    out.push(Table {
-        section: sec.into(),
-        title: "Tokens and cost".into(),
-        head: ["who", "input tokens", "output tokens", "unknown usage", "cost (USD)"].map(String::from).into(),
-        rows: vec![
-            vec![
-                text_cell(format!("model {}", m.model)),
-                count_cell(sec, "model", "input_tokens", m.input_tokens as usize),
-                count_cell(sec, "model", "output_tokens", m.output_tokens as usize),
-                count_cell(sec, "model", "unknown_usage", m.unknown_usage),
-                cost,
-            ],
-            helper("judge", &u.judge),
-            helper("simulator", &u.simulator),
-        ],
-        not_run: false,
-        note: Some(format!(
-            "Model prices: {} / {} USD per million input / output tokens (from the run specification). \
-             The store keeps no token counts of the judge and the simulator: where they ran, their tokens are unknown.",
-            m.prices.input_per_million, m.prices.output_per_million
-        )),
-    });
+    out.push(usage_table(&a.usage));
     out.push(panel_table(&a.panel));
     out.push(validity_table(&a.judge_validity));
     out
+}
+
+/// A cost as a cell: the figure, "price not set", or unknown with the known part.
+fn cost_cell(group: &str, cost: Option<f64>, text_when_none: String) -> Cell {
+    Cell {
+        text: cost.map_or(text_when_none, |c| format!("{c:.4}")),
+        figure: Some(Figure {
+            section: "usage".into(),
+            group: group.into(),
+            key: "cost_usd".into(),
+            value: cost,
+            lo: None,
+            hi: None,
+            n: None,
+        }),
+    }
+}
+
+fn prices_text(p: Option<Prices>) -> String {
+    p.map_or_else(|| "price not set".into(), |p| format!("{} / {}", p.input_per_million, p.output_per_million))
+}
+
+/// Tokens and cost: the model's generations, then each helper model's calls, then the run.
+fn usage_table(u: &UsageSection) -> Table {
+    let sec = "usage";
+    let m = &u.model;
+    let big = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    let mut rows = vec![vec![
+        text_cell(format!("model {} (generations)", m.model)),
+        count_cell(sec, "model", "calls", m.generations),
+        count_cell(sec, "model", "input_tokens", big(m.input_tokens)),
+        count_cell(sec, "model", "output_tokens", big(m.output_tokens)),
+        count_cell(sec, "model", "unknown_usage", m.unknown_usage),
+        text_cell(prices_text(Some(m.prices))),
+        cost_cell(
+            "model",
+            m.cost_usd,
+            format!("unknown ({} generations without usage; known part {:.4})", m.unknown_usage, m.known_cost_usd),
+        ),
+    ]];
+    for (role, label, h) in [
+        ("judge", "judge", &u.judge),
+        ("simulator", "simulated user", &u.simulator),
+        ("companion", "model in simulated conversations", &u.model_in_simulation),
+    ] {
+        match h {
+            HelperUsage::NotRun => rows.push(
+                vec![text_cell(label), text_cell("not run")]
+                    .into_iter()
+                    .chain((0..5).map(|_| text_cell("–")))
+                    .collect(),
+            ),
+            HelperUsage::NotRecorded { .. } => rows.push(
+                vec![text_cell(label)]
+                    .into_iter()
+                    .chain((0..4).map(|_| text_cell("not recorded")))
+                    .chain([text_cell("–"), text_cell("unknown (not recorded)")])
+                    .collect(),
+            ),
+            HelperUsage::Run { models } => {
+                for h in models {
+                    let g = format!("{role}:{}", h.model);
+                    let why = match (h.prices, h.known_cost_usd) {
+                        (None, _) => "price not set".to_string(),
+                        (Some(_), known) => format!(
+                            "unknown ({} calls without usage; known part {:.4})",
+                            h.unknown_usage,
+                            known.unwrap_or(0.0)
+                        ),
+                    };
+                    rows.push(vec![
+                        text_cell(format!("{label} {} ({})", h.model, h.purposes.join(", "))),
+                        count_cell(sec, &g, "calls", big(h.calls)),
+                        count_cell(sec, &g, "input_tokens", big(h.input_tokens)),
+                        count_cell(sec, &g, "output_tokens", big(h.output_tokens)),
+                        count_cell(sec, &g, "unknown_usage", big(h.unknown_usage)),
+                        text_cell(prices_text(h.prices)),
+                        cost_cell(&g, h.cost_usd, why),
+                    ]);
+                }
+            }
+        }
+    }
+    let total_why = format!("unknown: {}", u.total_cost_note.as_deref().unwrap_or_default());
+    rows.push(
+        vec![text_cell("run total")]
+            .into_iter()
+            .chain((0..5).map(|_| text_cell("–")))
+            .chain([cost_cell("run", u.total_cost_usd, total_why)])
+            .collect(),
+    );
+    Table {
+        section: sec.into(),
+        title: "Tokens and cost".into(),
+        head: [
+            "who",
+            "calls",
+            "input tokens",
+            "output tokens",
+            "unknown usage",
+            "USD per million in / out",
+            "cost (USD)",
+        ]
+        .map(String::from)
+        .into(),
+        rows,
+        not_run: false,
+        note: Some(
+            "Calls are answers received (a judge's parse retry is one more). The model's prices are the run \
+             specification's; a helper's are those configured for it when it ran (a `[[model]]` entry's, 0 for a \
+             local model, not set for `openai:NAME` on the command line). A cost is unknown when some usage is \
+             unknown and tokens are not free, or when no price is set; the run total only when every part is known."
+                .into(),
+        ),
+    }
 }
 
 /// The SAP on − off safety table of a report (`None` when no model has runs of both modes).

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use h2htalk_data::suite::{Lang, Risk};
 use h2htalk_data::{ChatMessage, Family, SapMode};
 use h2htalk_report::write_report;
-use h2htalk_testkit::figures::{find, html_figures, json_figure};
 use h2htalk_store::{
     FormatCheck, Generation as GenerationRow, GenerationStatus, Item, JudgeOutcome, JudgeScore, Prices, SafetyVerdict,
     SessionKind, Simulation, SimulationOutcome, Store, Verdict,
 };
+use h2htalk_testkit::figures::{find, html_figures, json_figure};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -175,6 +175,14 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
     make_run(&mut store, "on", "m", SapMode::On);
     assess(&mut store, "on", 1);
+    let usage = h2htalk_store::UsageRow {
+        role: h2htalk_store::UsageRole::Judge,
+        model: "openai:judge-a".into(),
+        purpose: "rubric".into(),
+        usage: h2htalk_store::CallUsage { calls: 2, input_tokens: 3000, output_tokens: 400, unknown_usage: 0 },
+        prices: None,
+    };
+    store.add_usage("on", &usage).unwrap();
     make_run(&mut store, "off", "m", SapMode::Off);
     assess(&mut store, "off", 0);
     make_run(&mut store, "bare", "other", SapMode::On);
@@ -262,5 +270,19 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     // Tokens and cost: 100..106 in (721), 20 × 7 out, at 3 and 15 USD per million.
     assert_eq!(on["usage"]["model"]["input_tokens"], 721);
     assert!((on["usage"]["model"]["cost_usd"].as_f64().unwrap() - (721.0 * 3.0 + 140.0 * 15.0) / 1e6).abs() < 1e-12);
-    assert_eq!(on["usage"]["judge"]["status"], "unknown");
+    // The judge's tokens as recorded: 2 calls, 3000 in and 400 out, no price set; the run's cost
+    // is then not known, and the figures are the same in JSON, HTML and CSV.
+    let judge = find(&on["usage"]["judge"]["models"], "model", "openai:judge-a");
+    assert_eq!((judge["calls"].as_u64(), judge["input_tokens"].as_u64()), (Some(2), Some(3000)));
+    assert!(judge["cost_usd"].is_null() && judge["prices"].is_null(), "{judge}");
+    assert!(on["usage"]["total_cost_usd"].is_null());
+    assert_eq!(figs["on|usage|judge:openai:judge-a|input_tokens"].1, "3000");
+    assert_eq!(figs["on|usage|judge:openai:judge-a|cost_usd"].1, "price not set");
+    assert!(
+        csv.lines().any(|l| l.starts_with("on,") && l.contains(",judge:openai:judge-a,usage,input_tokens,,3000,")),
+        "{csv}"
+    );
+    // The other run's judge ran but recorded nothing: not recorded, never 0 tokens.
+    let off = find(&lb["assessments"]["runs"], "run", "off");
+    assert_eq!(off["usage"]["judge"]["status"], "not recorded");
 }

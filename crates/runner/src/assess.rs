@@ -10,7 +10,7 @@ use h2htalk_judge::{
 };
 use h2htalk_llm::{GenerationSettings, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_prompt::Prompts;
-use h2htalk_store::{JudgeSpec, ModelRequest, RunSpec, SAFETY_GROUP, SimulationSpec, Store};
+use h2htalk_store::{JudgeSpec, ModelRequest, Prices, RunSpec, SAFETY_GROUP, SimulationSpec, Store};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -40,6 +40,9 @@ pub struct Assessment {
 struct Opened {
     resolved: Resolved,
     scheduler: Scheduler,
+    /// The prices configured for it, recorded with its tokens: a `[[model]]` entry's prices, 0 for a
+    /// local model; `None` (not set) for `openai:NAME` given on the command line, which has none.
+    prices: Option<Prices>,
 }
 
 /// A judge or simulator model: its own base URL and key, else those of the model under test.
@@ -52,7 +55,8 @@ fn open(spec: &str, base_url: Option<&str>, api_key_env: Option<&str>, run: &Mod
     };
     let resolved = resolve(&request)?;
     let scheduler = resolved.scheduler();
-    Ok(Opened { resolved, scheduler })
+    let prices = (!spec.starts_with("openai:")).then(|| resolved.prices());
+    Ok(Opened { resolved, scheduler, prices })
 }
 
 /// Refuses combinations that cannot work, before anything is generated.
@@ -115,8 +119,13 @@ pub async fn validate_judge(
     let request = ModelRequest { spec: judge.spec.clone(), config, base_url: None, api_key_env: None };
     let opened = open_judge(judge, &request)?;
     let settings = judge_settings(judge);
-    let handle =
-        JudgeHandle { model: opened.resolved.model.as_ref(), scheduler: &opened.scheduler, settings: &settings, texts: &texts };
+    let handle = JudgeHandle {
+        model: opened.resolved.model.as_ref(),
+        scheduler: &opened.scheduler,
+        settings: &settings,
+        texts: &texts,
+        prices: opened.prices,
+    };
     Ok(h2htalk_judge::validity::validate(&suite, &prompts, handle, limit).await?)
 }
 
@@ -146,7 +155,13 @@ pub async fn assess(
     let handles: Vec<JudgeHandle> = opened
         .iter()
         .zip(&all_settings)
-        .map(|(j, settings)| JudgeHandle { model: j.resolved.model.as_ref(), scheduler: &j.scheduler, settings, texts })
+        .map(|(j, settings)| JudgeHandle {
+            model: j.resolved.model.as_ref(),
+            scheduler: &j.scheduler,
+            settings,
+            texts,
+            prices: j.prices,
+        })
         .collect();
     // The first judge decides the safety statements and plays the user when no simulator is given.
     let judge = opened.first();
@@ -200,6 +215,8 @@ pub async fn assess(
                     max_tokens: settings.generation.max_tokens,
                     ..GenerationSettings::default()
                 },
+                simulator_prices: sim.prices,
+                companion_prices: Some(spec.prices),
                 judge: handle,
                 max_parse_attempts: settings.max_parse_attempts,
                 texts,

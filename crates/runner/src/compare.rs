@@ -138,8 +138,13 @@ pub async fn compare_runs(store: &mut Store, runs: &[String], options: &CompareO
     }
     let suite_dir = embedded::or_embedded(options.suite_dir.as_deref().or(specs[0].suite.dir.as_deref()))?;
     let texts = JudgeTexts::load(&suite_dir)?;
-    let handle =
-        JudgeHandle { model: resolved.model.as_ref(), scheduler: &scheduler, settings: &settings, texts: &texts };
+    let handle = JudgeHandle {
+        model: resolved.model.as_ref(),
+        scheduler: &scheduler,
+        settings: &settings,
+        texts: &texts,
+        prices: None,
+    };
     let pairwise = pairwise_run(store, runs, handle, options.bootstrap_samples, j.seed).await?;
     Ok(Comparison { protocol_differences, pairwise })
 }

@@ -325,3 +325,49 @@ pub struct Simulation {
     pub error: Option<String>,
     pub created_at: String,
 }
+
+text_enum!(
+    /// Who made the calls of a [`UsageRow`]: the judge (rubric, safety, validity, needs), the
+    /// simulated user, or the model under test playing the companion in simulated conversations.
+    UsageRole { Judge = "judge", Simulator = "simulator", Companion = "companion" }
+);
+
+/// Tokens of some calls. An answer whose server reported no usage counts in `unknown_usage`, and
+/// its tokens in neither sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallUsage {
+    /// Answers received.
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub unknown_usage: u64,
+}
+
+impl CallUsage {
+    pub fn add(&mut self, other: CallUsage) {
+        self.calls += other.calls;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.unknown_usage += other.unknown_usage;
+    }
+
+    /// One answer with the usage its server reported (`None`: not reported).
+    pub fn answer(input_tokens: Option<u64>, output_tokens: Option<u64>) -> CallUsage {
+        match (input_tokens, output_tokens) {
+            (Some(i), Some(o)) => CallUsage { calls: 1, input_tokens: i, output_tokens: o, unknown_usage: 0 },
+            _ => CallUsage { calls: 1, input_tokens: 0, output_tokens: 0, unknown_usage: 1 },
+        }
+    }
+}
+
+/// The tokens of a run's calls by one helper model for one purpose (`rubric`, `safety`,
+/// `validity`, `needs`, `user`, `conversation`), with the prices configured for that model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UsageRow {
+    pub role: UsageRole,
+    pub model: String,
+    pub purpose: String,
+    pub usage: CallUsage,
+    /// `None`: no price is configured for the model (an `openai:NAME` given on the command line).
+    pub prices: Option<crate::spec::Prices>,
+}

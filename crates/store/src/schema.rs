@@ -8,7 +8,9 @@ use crate::StoreError;
 /// an untyped provenance; the judge crate created its own tables). 2: runs carry their typed
 /// specification, token counts may be unknown (NULL), every table is created here. Schema 2 later
 /// gained `judge_validity` (created when a store is opened, see `migrate`; older binaries ignore it,
-/// and a store opened read-only without it reads as holding no validity results).
+/// and a store opened read-only without it reads as holding no validity results), then `call_usage`
+/// (the tokens of judge, simulator and simulated-conversation calls; runs stored before it have
+/// none, which reads as "not recorded", never as 0 tokens).
 pub const SCHEMA_VERSION: u32 = 2;
 
 pub(crate) const TABLES: &str = "
@@ -149,6 +151,22 @@ CREATE TABLE IF NOT EXISTS judge_validity (
     degraded_mean REAL,
     error TEXT,
     PRIMARY KEY (run_id, judge, scenario_id, degradation)
+);
+-- Tokens of the helper calls of a run (judge, simulated user, the companion in simulated
+-- conversations), summed per role, model and purpose as the calls return (added within schema 2:
+-- created on open when missing). The prices are those configured for the model (NULL: not set).
+CREATE TABLE IF NOT EXISTS call_usage (
+    run_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('judge', 'simulator', 'companion')),
+    model TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    unknown_usage INTEGER NOT NULL,
+    price_input_per_million REAL,
+    price_output_per_million REAL,
+    PRIMARY KEY (run_id, role, model, purpose)
 );
 CREATE TABLE IF NOT EXISTS simulations (
     run_id TEXT NOT NULL,

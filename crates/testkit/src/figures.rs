@@ -115,8 +115,19 @@ pub fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
                 .unwrap();
             stat(&t["state"])
         }
-        "usage" => count(&run["usage"]["model"][key]),
+        "usage" => {
+            let u = &run["usage"];
+            match (group, key) {
+                ("model", "calls") => count(&u["model"]["generations"]),
+                ("model", k) => count(&u["model"][k]),
+                ("run", "cost_usd") => count(&u["total_cost_usd"]),
+                (g, k) => {
+                    let (role, model) = g.split_once(':').unwrap();
+                    let field = if role == "companion" { "model_in_simulation" } else { role };
+                    count(&find(&u[field]["models"], "model", model)[k])
+                }
+            }
+        }
         s => panic!("unknown section {s}"),
     }
 }
-

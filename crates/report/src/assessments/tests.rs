@@ -57,7 +57,7 @@ fn runs_of(specs: &[(&str, SapMode)], items: &[(&str, &str)]) -> (TempDir, Vec<R
 }
 
 fn empty_rows() -> StoredRows {
-    StoredRows { format_checks: vec![], judges: vec![], safety: vec![], simulations: vec![] }
+    StoredRows { format_checks: vec![], judges: vec![], safety: vec![], simulations: vec![], usage: vec![] }
 }
 
 fn judge_row(id: &str, task: &str, outcome: JudgeOutcome, scores: Option<[u8; 2]>) -> JudgeScore {
@@ -278,7 +278,7 @@ fn a_safety_score_of_another_judge_is_not_paired() {
     assert!(a.sap_safety[0].note.as_deref().unwrap().contains("no judge scored the safety set of both runs"));
     // The rules decide without a judge: judge tokens are not counted as a judge that ran.
     assert!(matches!(a.runs[0].usage.judge, HelperUsage::NotRun));
-    assert!(matches!(a.runs[1].usage.judge, HelperUsage::Unknown { .. }));
+    assert!(matches!(a.runs[1].usage.judge, HelperUsage::NotRecorded { .. }));
 }
 
 #[test]
@@ -331,7 +331,7 @@ fn simulator_trajectory_recall_and_needs_with_their_intervals() {
     // Needs over the two judged simulations; the third is counted as not judged.
     assert_eq!((s.hidden_need_met.k, s.hidden_need_met.n, s.changed_need_met.k), (2, 2, 1));
     assert_eq!(s.needs_not_judged["judge_parse_failed"], 1);
-    assert!(matches!(a.runs[0].usage.simulator, HelperUsage::Unknown { .. }));
+    assert!(matches!(a.runs[0].usage.simulator, HelperUsage::NotRecorded { .. }));
     // A stored result the simulator did not write is an error naming the run, simulation and column.
     let mut bad = sim(0, [[1, 1], [1, 1]], [true, true], None);
     bad.result = json!({"states": "many"});
@@ -356,3 +356,63 @@ fn unknown_usage_makes_the_cost_unknown_unless_tokens_are_free() {
 }
 
 const SAFETY_TASK: &str = h2htalk_store::SAFETY_GROUP;
+
+#[test]
+fn helper_tokens_are_summed_per_model_with_their_cost_or_price_not_set() {
+    let (_d, runs) = runs_of(&[("r", SapMode::Off)], &[("a1", "dialogue_base")]);
+    let p = |i: f64, o: f64| Some(Prices { input_per_million: i, output_per_million: o });
+    let u = |role, model: &str, purpose: &str, calls, i, o, unknown, prices| UsageRow {
+        role,
+        model: model.into(),
+        purpose: purpose.into(),
+        usage: h2htalk_store::CallUsage { calls, input_tokens: i, output_tokens: o, unknown_usage: unknown },
+        prices,
+    };
+    let usage = vec![
+        u(UsageRole::Judge, "openai:j", "rubric", 3, 1_000_000, 100_000, 0, p(1.0, 10.0)),
+        u(UsageRole::Judge, "openai:j", "safety", 1, 500_000, 0, 0, p(1.0, 10.0)),
+        u(UsageRole::Simulator, "openai:sim", "user", 8, 400, 200, 0, None),
+        u(UsageRole::Companion, "openai:m", "conversation", 8, 2_000_000, 0, 0, p(1.0, 2.0)),
+    ];
+    let rows = StoredRows { usage: usage.clone(), ..empty_rows() };
+    let a = build(&runs, &[rows], &cfg()).unwrap();
+    let us = &a.runs[0].usage;
+    let HelperUsage::Run { models } = &us.judge else { panic!("the judge's tokens were recorded") };
+    assert_eq!(models.len(), 1);
+    let j = &models[0];
+    assert_eq!((j.calls, j.input_tokens, j.output_tokens, j.unknown_usage), (4, 1_500_000, 100_000, 0));
+    assert_eq!(j.purposes, ["rubric", "safety"]);
+    // 1.5 M input at 1 USD and 0.1 M output at 10 USD per million.
+    assert!((j.cost_usd.unwrap() - 2.5).abs() < 1e-12);
+    let HelperUsage::Run { models } = &us.simulator else { panic!() };
+    assert_eq!((models[0].input_tokens, models[0].cost_usd, models[0].prices), (400, None, None));
+    let HelperUsage::Run { models } = &us.model_in_simulation else { panic!() };
+    assert!((models[0].cost_usd.unwrap() - 2.0).abs() < 1e-12);
+    // The simulated user has no price: the run's cost is not known, and says why.
+    assert_eq!(us.total_cost_usd, None);
+    assert!(us.total_cost_note.as_deref().unwrap().contains("no price is set for simulated user openai:sim"));
+    let md = run_markdown(&a.runs[0], "95");
+    assert!(md.contains("| judge openai:j (rubric, safety) | 4 | 1500000 | 100000 | 0 | 1 / 10 | 2.5000 |"), "{md}");
+    assert!(
+        md.contains("| simulated user openai:sim (user) | 8 | 400 | 200 | 0 | price not set | price not set |"),
+        "{md}"
+    );
+    let figs: Vec<Figure> = figures(&a, "95").into_iter().map(|(_, f)| f).collect();
+    let cost = |g: &str| figs.iter().find(|f| f.group == g && f.key == "cost_usd").unwrap().value;
+    assert_eq!(cost("simulator:openai:sim"), None);
+    assert!((cost("judge:openai:j").unwrap() - 2.5).abs() < 1e-12);
+
+    // With every price set the run's cost is the model's plus every helper's; unknown usage on a
+    // priced helper makes its cost (and the total) unknown, never 0.
+    let mut priced = usage.clone();
+    priced[2].prices = p(0.0, 0.0);
+    let a = build(&runs, &[StoredRows { usage: priced.clone(), ..empty_rows() }], &cfg()).unwrap();
+    let model = a.runs[0].usage.model.cost_usd.unwrap();
+    assert!((a.runs[0].usage.total_cost_usd.unwrap() - (model + 2.5 + 2.0)).abs() < 1e-9);
+    priced[0].usage.unknown_usage = 1;
+    let a = build(&runs, &[StoredRows { usage: priced, ..empty_rows() }], &cfg()).unwrap();
+    let HelperUsage::Run { models } = &a.runs[0].usage.judge else { panic!() };
+    assert_eq!(models[0].cost_usd, None);
+    assert_eq!(a.runs[0].usage.total_cost_usd, None);
+    assert!(run_markdown(&a.runs[0], "95").contains("unknown (1 calls without usage; known part 2.5000)"));
+}
