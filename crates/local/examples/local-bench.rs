@@ -18,7 +18,9 @@ fn main() {
     let runs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
     let min_prompt: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0);
     let t = Instant::now();
-    let model = LocalModel::open(spec).unwrap_or_else(|e| {
+    // The same prompt runs again and again: reusing its stored beginning would time nothing.
+    let options = h2htalk_local::Options { reuse_prefixes: false, ..Default::default() };
+    let model = LocalModel::open_with(spec, options).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         std::process::exit(1)
     });

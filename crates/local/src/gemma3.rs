@@ -275,10 +275,7 @@ impl Model {
         let (mut gate, mut up) = (Vec::new(), Vec::new());
         for (li, layer) in self.layers.iter().enumerate() {
             rms_norm_rows(&x, &mut h, &layer.attn_norm, cfg.eps);
-            let acts = Acts::new(&h, d);
-            layer.wq.matmul(&acts, &mut q);
-            layer.wk.matmul(&acts, &mut k);
-            layer.wv.matmul(&acts, &mut v);
+            quant::matmuls(&Acts::new(&h, d), &mut [(&layer.wq, &mut q), (&layer.wk, &mut k), (&layer.wv, &mut v)]);
             let table = if layer.sliding { &base_sliding } else { &base_global };
             let heads = |x: &mut [f32], norm: &[f32], per_row: usize| {
                 let one = |(r, head): (usize, &mut [f32])| {
@@ -302,37 +299,42 @@ impl Model {
             let group = cfg.n_head / cfg.n_kv_head;
             let caches: Vec<&(Vec<f32>, Vec<f32>)> = chunks.iter().map(|c| &c.cache.layers[li]).collect();
             let att_scale = 1.0 / (hd as f32).sqrt();
-            attn.par_chunks_mut(hd).enumerate().for_each(|(task, out)| {
-                let (r, head) = (task / cfg.n_head, task % cfg.n_head);
+            // One task per row and key-value head: its query heads read each key and value once.
+            attn.par_chunks_mut(group * hd).enumerate().for_each(|(task, out)| {
+                let (r, kv) = (task / cfg.n_kv_head, task % cfg.n_kv_head);
                 let (c, pos) = rows[r];
                 let (kc, vc) = caches[c];
                 let lo = window.map_or(0, |w| (pos + 1).saturating_sub(w));
-                let kv = head / group;
-                let qh = &q[r * q_dim + head * hd..r * q_dim + (head + 1) * hd];
-                let mut scores: Vec<f32> = (lo..=pos)
-                    .map(|j| quant::dot_f32(qh, &kc[j * kv_dim + kv * hd..j * kv_dim + (kv + 1) * hd], avx2) * att_scale)
-                    .collect();
-                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut sum = 0f32;
-                for s in scores.iter_mut() {
-                    *s = (*s - max).exp();
-                    sum += *s;
+                let keys = pos + 1 - lo;
+                let qs = &q[r * q_dim + kv * group * hd..r * q_dim + (kv + 1) * group * hd];
+                // Scores head by head (`group × keys`), then the softmax of each head's run.
+                let mut scores = vec![0f32; group * keys];
+                let mut dots = vec![0f32; group];
+                for (i, j) in (lo..=pos).enumerate() {
+                    quant::dots_f32(qs, &kc[j * kv_dim + kv * hd..j * kv_dim + (kv + 1) * hd], &mut dots, avx2);
+                    for (h, &s) in dots.iter().enumerate() {
+                        scores[h * keys + i] = s * att_scale;
+                    }
                 }
-                out.fill(0.0);
-                for (j, s) in (lo..=pos).zip(&scores) {
-                    quant::axpy(out, s / sum, &vc[j * kv_dim + kv * hd..j * kv_dim + (kv + 1) * hd], avx2);
+                for head in scores.chunks_exact_mut(keys) {
+                    let max = head.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    let mut sum = 0f32;
+                    for s in head.iter_mut() {
+                        *s = (*s - max).exp();
+                        sum += *s;
+                    }
+                    head.iter_mut().for_each(|s| *s /= sum);
                 }
+                quant::weighted_rows(out, hd, &scores, &vc[lo * kv_dim + kv * hd..], kv_dim, avx2);
             });
             layer.wo.matmul(&Acts::new(&attn, q_dim), &mut o);
             add_normed(&mut x, &mut o, &layer.post_attn_norm, cfg.eps);
 
             rms_norm_rows(&x, &mut h, &layer.ffn_norm, cfg.eps);
-            let acts = Acts::new(&h, d);
             let ff = layer.gate.rows();
             gate.resize(n * ff, 0.0);
             up.resize(n * ff, 0.0);
-            layer.gate.matmul(&acts, &mut gate);
-            layer.up.matmul(&acts, &mut up);
+            quant::matmuls(&Acts::new(&h, d), &mut [(&layer.gate, &mut gate), (&layer.up, &mut up)]);
             gate.par_chunks_mut(4096).zip(up.par_chunks(4096)).for_each(|(g, u)| quant::gelu_mul(g, u, avx2));
             layer.down.matmul(&Acts::new(&gate, ff), &mut o);
             add_normed(&mut x, &mut o, &layer.post_ffn_norm, cfg.eps);

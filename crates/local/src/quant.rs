@@ -135,24 +135,7 @@ impl QMatrix {
 
     /// `out[m][r] = Σ_k self[r][k] · x[m][k]` for every activation row `m`: `out` is `x.rows() × rows`.
     pub fn matmul(&self, x: &Acts, out: &mut [f32]) {
-        assert_eq!(x.cols, self.cols, "activations of width {} for a matrix of {} columns", x.cols, self.cols);
-        let m = x.rows;
-        assert_eq!(out.len(), m * self.rows);
-        if m == 0 {
-            return;
-        }
-        // Tasks of whole weight rows; a task writes its rows' column of every activation row.
-        let tasks = rayon::current_num_threads() * 4;
-        let chunk = self.rows.div_ceil(tasks).max(16);
-        let avx2 = has_avx2();
-        // Quantized here, before the tasks start (it runs in parallel itself).
-        let q = (self.format != Format::F32).then(|| x.quantized(self.format.per_super()));
-        let out = SharedOut(out.as_mut_ptr());
-        (0..self.rows.div_ceil(chunk)).into_par_iter().for_each(|task| {
-            let first = task * chunk;
-            let n = chunk.min(self.rows - first);
-            self.rows_into(first, n, x, q, &out, avx2);
-        });
+        matmuls(x, &mut [(self, out)]);
     }
 
     /// Rows `first..first + n` against every activation row, into `out[i * rows + r]`.
@@ -194,6 +177,44 @@ impl QMatrix {
     }
 }
 
+/// [`QMatrix::matmul`] of several matrices with the same activations, in one set of parallel tasks
+/// (a decoding step's products are small: one hand-over to the threads instead of one each).
+pub fn matmuls(x: &Acts, products: &mut [(&QMatrix, &mut [f32])]) {
+    let m = x.rows;
+    for (w, out) in products.iter() {
+        assert_eq!(x.cols, w.cols, "activations of width {} for a matrix of {} columns", x.cols, w.cols);
+        assert_eq!(out.len(), m * w.rows);
+    }
+    if m == 0 {
+        return;
+    }
+    let avx2 = has_avx2();
+    // Tasks of whole weight rows; a task writes its rows' column of every activation row.
+    let per_matrix = rayon::current_num_threads() * 4;
+    let mut tasks = Vec::new();
+    for (i, (w, _)) in products.iter().enumerate() {
+        let chunk = w.rows.div_ceil(per_matrix).max(16);
+        tasks.extend((0..w.rows).step_by(chunk).map(|first| (i, first, chunk.min(w.rows - first))));
+    }
+    // Quantized here, before the tasks start (it runs in parallel itself).
+    let jobs: Vec<(&QMatrix, Option<&Quantized>, SharedOut)> = products
+        .iter_mut()
+        .map(|(w, out)| {
+            let q = (w.format != Format::F32).then(|| x.quantized(w.format.per_super()));
+            (&**w, q, SharedOut(out.as_mut_ptr()))
+        })
+        .collect();
+    let run = |&(i, first, n): &(usize, usize, usize)| {
+        let (w, q, out) = &jobs[i];
+        w.rows_into(first, n, x, *q, out, avx2);
+    };
+    if tasks.len() == 1 {
+        run(&tasks[0]);
+    } else {
+        tasks.par_iter().for_each(run);
+    }
+}
+
 /// The result of a product, written by several tasks at disjoint places.
 struct SharedOut(*mut f32);
 // SAFETY: tasks write disjoint elements (see `QMatrix::rows_into`), and `matmul` outlives them.
@@ -211,13 +232,17 @@ pub struct Acts<'a> {
 }
 
 /// 8-bit values, one scale per 32 values (repeated over a super-block for per-256 scales), and
-/// the sum of each 32 values (for the minimums of Q4_K).
+/// the sum of each 32 values (for the minimums of Q4_K). Per 32 values also, for the SIMD kernels:
+/// `bias`, 16 times the sum of each 4 values (Q5_0's offset of 16, taken off the sums of products
+/// of its unsigned values), and the scales of each tile of [`TILE`] rows side by side (`tile_d`).
 #[derive(Default)]
 struct Quantized {
     cols: usize,
     qs: Vec<i8>,
     d: Vec<f32>,
     sums: Vec<i32>,
+    bias: Vec<i32>,
+    tile_d: Vec<f32>,
 }
 
 impl Quantized {
@@ -226,13 +251,28 @@ impl Quantized {
     fn new(x: &[f32], cols: usize, group: usize) -> Quantized {
         let avx2 = has_avx2();
         let blocks = x.len() / BLOCK;
-        let mut q = Quantized { cols, qs: vec![0; x.len()], d: vec![0.0; blocks], sums: vec![0; blocks] };
+        let mut q = Quantized { cols, qs: vec![0; x.len()], d: vec![0.0; blocks], sums: vec![0; blocks], ..Default::default() };
         let per_row = cols / BLOCK;
         q.qs.par_chunks_mut(cols)
             .zip(q.d.par_chunks_mut(per_row))
             .zip(q.sums.par_chunks_mut(per_row))
             .zip(x.par_chunks(cols))
             .for_each(|(((qs, d), sums), x)| quantize_row(x, group, qs, d, sums, avx2));
+        if group == BLOCK && avx2 {
+            q.bias = vec![0; x.len() / 4];
+            q.bias.par_chunks_mut(cols / 4).zip(q.qs.par_chunks(cols)).for_each(|(bias, qs)| {
+                for (b, four) in bias.iter_mut().zip(qs.chunks_exact(4)) {
+                    *b = 16 * four.iter().map(|&v| v as i32).sum::<i32>();
+                }
+            });
+            let rows = x.len() / cols;
+            q.tile_d = vec![0.0; rows.div_ceil(TILE) * per_row * TILE];
+            for (r, d) in q.d.chunks_exact(per_row).enumerate() {
+                for (b, &v) in d.iter().enumerate() {
+                    q.tile_d[((r / TILE) * per_row + b) * TILE + r % TILE] = v;
+                }
+            }
+        }
         q
     }
 
@@ -549,6 +589,55 @@ pub fn axpy(y: &mut [f32], a: f32, x: &[f32], avx2: bool) {
     }
 }
 
+/// `out[h] = dot_f32(q_h, k)` for the heads `q_h`, `q`'s consecutive runs of `k.len()` values
+/// (attention scores of query heads that share a key): each key is read once for all the heads,
+/// and every result equals [`dot_f32`]'s to the bit.
+pub fn dots_f32(q: &[f32], k: &[f32], out: &mut [f32], avx2: bool) {
+    let hd = k.len();
+    assert_eq!(q.len(), out.len() * hd, "{} heads of {hd} values", out.len());
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        for (q, out) in q.chunks(4 * hd).zip(out.chunks_mut(4)) {
+            // SAFETY: `avx2` is true only when the CPU has AVX2 and FMA; the lengths are checked.
+            unsafe { simd::dots(q, k, out) };
+        }
+        return;
+    }
+    for (q, out) in q.chunks_exact(hd).zip(out) {
+        *out = dot_f32(q, k, avx2);
+    }
+}
+
+/// `out_h = Σ_j w[h·n + j] · v_j` for the heads `out_h` (`out`'s consecutive runs of `hd` values)
+/// and the `n` rows `v_j = v[j·stride..][..hd]`, summed in order of `j`: an attention block's
+/// weighted values, each value row read once for all the heads; every result equals a run of
+/// [`axpy`] from zero to the bit.
+pub fn weighted_rows(out: &mut [f32], hd: usize, w: &[f32], v: &[f32], stride: usize, avx2: bool) {
+    let heads = out.len() / hd;
+    assert_eq!(out.len(), heads * hd);
+    let n = w.len() / heads.max(1);
+    assert_eq!(w.len(), heads * n);
+    if n == 0 {
+        out.fill(0.0);
+        return;
+    }
+    assert!((n - 1) * stride + hd <= v.len(), "{n} rows of stride {stride} in {} values", v.len());
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        for (out, w) in out.chunks_mut(4 * hd).zip(w.chunks(4 * n)) {
+            // SAFETY: as above; the bounds are checked.
+            unsafe { simd::weighted_rows(out, hd, w, n, v, stride) };
+        }
+        return;
+    }
+    out.fill(0.0);
+    for (out, w) in out.chunks_exact_mut(hd).zip(w.chunks_exact(n)) {
+        for (j, &a) in w.iter().enumerate() {
+            axpy(out, a, &v[j * stride..j * stride + hd], avx2);
+        }
+    }
+}
+
 /// Whether to use the SIMD kernels: for callers outside this module ([`dot_f32`], [`axpy`]).
 pub fn avx2() -> bool {
     has_avx2()
@@ -623,27 +712,43 @@ mod simd {
         let dx = |i: usize, b: usize| *ds[i].add(b);
         match format {
             Format::Q8_0 | Format::Q5_0 => {
-                let q5 = format == Format::Q5_0;
-                let bytes = if q5 { 22 } else { 34 };
+                let bytes = if format == Format::Q5_0 { 22 } else { 34 };
                 let sixteen = _mm256_set1_epi8(16);
+                // The tile's scales, side by side per block.
+                let tile_d = q.tile_d.as_ptr().add(first / TILE * per_row * TILE);
                 for (b, blk) in w.chunks_exact(bytes).enumerate() {
                     _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
-                    let d = f16(blk);
-                    // The weights as signed bytes: Q8_0 as stored, Q5_0's `q - 16`.
-                    let wv = if q5 {
+                    // `d · dx` of the tile's rows (each product as one multiplication would give).
+                    let dd = _mm_mul_ps(_mm_set1_ps(f16(blk)), _mm_loadu_ps(tile_d.add(b * TILE)));
+                    let dd = _mm256_set_m128(dd, dd);
+                    let scale = |i: usize| match i {
+                        0 => _mm256_permute_ps::<0x00>(dd),
+                        1 => _mm256_permute_ps::<0x55>(dd),
+                        2 => _mm256_permute_ps::<0xAA>(dd),
+                        _ => _mm256_permute_ps::<0xFF>(dd),
+                    };
+                    // Each lane of an integer sum covers 4 values: those sums are exact, whichever
+                    // way they are formed.
+                    if format == Format::Q5_0 {
+                        // Q5_0's stored `q` (0..31), unsigned; `Σ (q - 16) x = Σ q x - 16 Σ x`.
                         let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
                         let qs = _mm_loadu_si128(blk.as_ptr().add(6) as *const __m128i);
                         let nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), low);
-                        let hi = _mm256_and_si256(bytes_from_bits(qh), sixteen);
-                        _mm256_sub_epi8(_mm256_or_si256(nib, hi), sixteen)
+                        let wu = _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), sixteen));
+                        for i in 0..T {
+                            let p = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, xv(i, b)), ones);
+                            let bias = _mm256_loadu_si256(q.bias.as_ptr().add((base[i] + b) * 8) as *const __m256i);
+                            let s = _mm256_cvtepi32_ps(_mm256_sub_epi32(p, bias));
+                            acc[i] = _mm256_fmadd_ps(s, scale(i), acc[i]);
+                        }
                     } else {
-                        _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i)
-                    };
-                    let aw = _mm256_sign_epi8(wv, wv);
-                    for i in 0..T {
-                        let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, b), wv));
-                        let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-                        acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(d * dx(i, b)), acc[i]);
+                        let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
+                        let aw = _mm256_sign_epi8(wv, wv);
+                        for i in 0..T {
+                            let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, b), wv));
+                            let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                            acc[i] = _mm256_fmadd_ps(s, scale(i), acc[i]);
+                        }
                     }
                 }
             }
@@ -822,6 +927,111 @@ mod simd {
             i += 1;
         }
         s
+    }
+
+    /// [`super::dots_f32`] for up to four heads.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dots(q: &[f32], k: &[f32], out: &mut [f32]) {
+        match out.len() {
+            1 => dots_n::<1>(q, k, out),
+            2 => dots_n::<2>(q, k, out),
+            3 => dots_n::<3>(q, k, out),
+            4 => dots_n::<4>(q, k, out),
+            n => unreachable!("{n} heads at once"),
+        }
+    }
+
+    /// [`dot_f32`]'s arithmetic, per head: two accumulators over alternate runs of 8.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dots_n<const H: usize>(q: &[f32], k: &[f32], out: &mut [f32]) {
+        let n = k.len();
+        let (pq, pk) = (q.as_ptr(), k.as_ptr());
+        let mut acc0 = [_mm256_setzero_ps(); H];
+        let mut acc1 = [_mm256_setzero_ps(); H];
+        let mut i = 0;
+        while i + 16 <= n {
+            let (k0, k1) = (_mm256_loadu_ps(pk.add(i)), _mm256_loadu_ps(pk.add(i + 8)));
+            for h in 0..H {
+                acc0[h] = _mm256_fmadd_ps(_mm256_loadu_ps(pq.add(h * n + i)), k0, acc0[h]);
+                acc1[h] = _mm256_fmadd_ps(_mm256_loadu_ps(pq.add(h * n + i + 8)), k1, acc1[h]);
+            }
+            i += 16;
+        }
+        if i + 8 <= n {
+            let k0 = _mm256_loadu_ps(pk.add(i));
+            for h in 0..H {
+                acc0[h] = _mm256_fmadd_ps(_mm256_loadu_ps(pq.add(h * n + i)), k0, acc0[h]);
+            }
+            i += 8;
+        }
+        for h in 0..H {
+            let mut s = hsum(_mm256_add_ps(acc0[h], acc1[h]));
+            for j in i..n {
+                s += q[h * n + j] * k[j];
+            }
+            out[h] = s;
+        }
+    }
+
+    /// [`super::weighted_rows`] for up to four heads (`out.len() / hd` of them).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn weighted_rows(out: &mut [f32], hd: usize, w: &[f32], n: usize, v: &[f32], stride: usize) {
+        match out.len() / hd {
+            1 => weighted_n::<1>(out, hd, w, n, v, stride),
+            2 => weighted_n::<2>(out, hd, w, n, v, stride),
+            3 => weighted_n::<3>(out, hd, w, n, v, stride),
+            4 => weighted_n::<4>(out, hd, w, n, v, stride),
+            h => unreachable!("{h} heads at once"),
+        }
+    }
+
+    /// [`axpy`]'s arithmetic (`fma(a, x, y)` per value, in order of the rows), 16 values of every
+    /// head kept in registers over all the rows.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn weighted_n<const H: usize>(out: &mut [f32], hd: usize, w: &[f32], n: usize, v: &[f32], stride: usize) {
+        let (pw, pv, po) = (w.as_ptr(), v.as_ptr(), out.as_mut_ptr());
+        let mut d = 0;
+        while d + 16 <= hd {
+            let mut acc = [[_mm256_setzero_ps(); 2]; H];
+            for j in 0..n {
+                let row = pv.add(j * stride + d);
+                let (v0, v1) = (_mm256_loadu_ps(row), _mm256_loadu_ps(row.add(8)));
+                for h in 0..H {
+                    let a = _mm256_broadcast_ss(&*pw.add(h * n + j));
+                    acc[h][0] = _mm256_fmadd_ps(a, v0, acc[h][0]);
+                    acc[h][1] = _mm256_fmadd_ps(a, v1, acc[h][1]);
+                }
+            }
+            for h in 0..H {
+                _mm256_storeu_ps(po.add(h * hd + d), acc[h][0]);
+                _mm256_storeu_ps(po.add(h * hd + d + 8), acc[h][1]);
+            }
+            d += 16;
+        }
+        if d + 8 <= hd {
+            let mut acc = [_mm256_setzero_ps(); H];
+            for j in 0..n {
+                let v0 = _mm256_loadu_ps(pv.add(j * stride + d));
+                for h in 0..H {
+                    acc[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(&*pw.add(h * n + j)), v0, acc[h]);
+                }
+            }
+            for h in 0..H {
+                _mm256_storeu_ps(po.add(h * hd + d), acc[h]);
+            }
+            d += 8;
+        }
+        for h in 0..H {
+            for e in d..hd {
+                let mut y = 0f32;
+                for j in 0..n {
+                    y += w[h * n + j] * v[j * stride + e];
+                }
+                out[h * hd + e] = y;
+            }
+        }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -1003,6 +1213,59 @@ mod tests {
             axpy(&mut y, 2.0, &a, simd);
             for i in 0..37 {
                 assert!((y[i] - (b[i] + 2.0 * a[i])).abs() < 1e-5);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod attention_tests {
+    use super::*;
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).max(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 20_000) as f32 / 10_000.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// Several heads against one key, and one head's weighted value rows, equal the one-head
+    /// helpers to the bit (the engine's greedy answers depend on it), for every head count and
+    /// widths with every kind of tail, on both kernels.
+    #[test]
+    fn grouped_heads_equal_the_one_head_helpers_to_the_bit() {
+        for simd in [false, has_avx2()] {
+            for hd in [256, 40, 37, 8, 5] {
+                for heads in 1..=6 {
+                    let q = values(heads * hd, (hd * 10 + heads) as u32);
+                    let k = values(hd, 7);
+                    let mut got = vec![0f32; heads];
+                    dots_f32(&q, &k, &mut got, simd);
+                    for h in 0..heads {
+                        let want = dot_f32(&q[h * hd..(h + 1) * hd], &k, simd);
+                        assert_eq!(got[h].to_bits(), want.to_bits(), "hd {hd}, {heads} heads, head {h}, simd {simd}");
+                    }
+                    for n in [1, 2, 9] {
+                        let stride = hd + 3;
+                        let v = values((n - 1) * stride + hd, 11);
+                        let w = values(heads * n, 13);
+                        let mut got = vec![f32::NAN; heads * hd];
+                        weighted_rows(&mut got, hd, &w, &v, stride, simd);
+                        for h in 0..heads {
+                            let mut want = vec![0f32; hd];
+                            for j in 0..n {
+                                axpy(&mut want, w[h * n + j], &v[j * stride..j * stride + hd], simd);
+                            }
+                            let same = got[h * hd..(h + 1) * hd].iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                            assert!(same, "hd {hd}, {heads} heads, {n} rows, head {h}, simd {simd}");
+                        }
+                    }
+                }
             }
         }
     }
