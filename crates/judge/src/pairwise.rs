@@ -25,9 +25,9 @@ use serde::{Deserialize, Serialize};
 use crate::ask::{Asked, JudgeHandle, JudgeSettings, parse_strict};
 use crate::bt::{self, Comparison, Outcome, Ranking};
 use crate::judge::{family_of, instructions};
-use crate::simulator::{Proportion, wilson};
+use crate::simulator::Proportion;
 use crate::texts::LangTexts;
-use crate::{JudgeError, Result, rate};
+use crate::{JudgeError, Result};
 
 /// Which answer the judge preferred, as shown to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +99,7 @@ pub const INTERVALS: &str = "95% Wilson score intervals for proportions; a 95% p
 
 /// `k` of `n` with its 95% Wilson interval; no interval over fewer than two.
 fn proportion(k: usize, n: usize) -> Proportion {
-    Proportion { k, n, rate: rate(k, n), ci95: if n >= 2 { wilson(k, n) } else { None } }
+    Proportion::new(k, n)
 }
 
 /// The outcome seen from the other run.

@@ -870,13 +870,15 @@ pub struct Proportion {
     pub n: usize,
     /// k / n; `None` when n is 0.
     pub rate: Option<f64>,
-    /// The 95% Wilson score interval; `None` when n is 0.
+    /// The 95% Wilson score interval; `None` (not available) when n is below 2, as every interval
+    /// h2htalk shows: over one item an interval claims what the data cannot say.
     pub ci95: Option<[f64; 2]>,
 }
 
 impl Proportion {
+    /// `k` of `n`, with its interval when `n` is at least 2.
     pub fn new(k: usize, n: usize) -> Proportion {
-        Proportion { k, n, rate: rate(k, n), ci95: wilson(k, n) }
+        Proportion { k, n, rate: rate(k, n), ci95: if n >= 2 { wilson(k, n) } else { None } }
     }
 }
 

@@ -159,7 +159,9 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
     assert_eq!((plan.hidden_need_met.k, plan.changed_need_met.k, plan.changed_need_met.n), (1, 0, 1));
     let distances: Vec<(&str, usize, usize)> = report.by_distance.iter().map(|(d, p)| (d.as_str(), p.k, p.n)).collect();
     assert_eq!(distances, [("next_session", 1, 1), ("same_session", 1, 1), ("three_sessions", 1, 1)]);
-    assert_eq!(report.changed_need.ci95, wilson(0, 1));
+    // One judged conversation: a rate, and no interval (never Wilson's over n = 1).
+    assert_eq!((report.changed_need.rate, report.changed_need.ci95), (Some(0.0), None));
+    assert!(report.by_distance.values().all(|p| p.n == 1 && p.ci95.is_none()));
 
     // The same seed and scripts give the same simulation.
     let again = simulate(&mut store, "r1", &setup(good), &profiles, 1, 100).await.unwrap();

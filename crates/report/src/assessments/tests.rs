@@ -416,3 +416,37 @@ fn helper_tokens_are_summed_per_model_with_their_cost_or_price_not_set() {
     assert_eq!(a.runs[0].usage.total_cost_usd, None);
     assert!(run_markdown(&a.runs[0], "95").contains("unknown (1 calls without usage; known part 2.5000)"));
 }
+
+#[test]
+fn a_simulator_rate_over_one_conversation_has_no_interval() {
+    let (_d, runs) = runs_of(&[("r", SapMode::Off)], &[("a1", "dialogue_base")]);
+    let sim = Simulation {
+        idx: 0,
+        profile: "p".into(),
+        seed: 0,
+        companion: "openai:m".into(),
+        simulator: "openai:sim".into(),
+        judge: Some("openai:judge".into()),
+        outcome: SimulationOutcome::Completed,
+        result: json!({
+            "states": [2, 4], "state_change": 2,
+            "facts": [{"id": "f1", "distance": "next_session", "asked": true, "recalled": true, "in_memory": true}],
+            "needs_outcome": "judged", "hidden_need_met": true, "changed_need_met": false,
+        }),
+        transcript: json!([{"session": 1, "turns": [{"user": "u", "state": 2}, {"user": "u", "state": 4}]}]),
+        error: None,
+        created_at: "2026-01-01T00:00:00Z".into(),
+    };
+    let a = build(&runs, &[StoredRows { simulations: vec![sim], ..empty_rows() }], &cfg()).unwrap();
+    let s = a.runs[0].simulator.get().unwrap();
+    for p in [&s.recall, &s.hidden_need_met, &s.changed_need_met, &s.recall_by_distance["next_session"]] {
+        assert_eq!((p.n, p.ci95), (1, None), "{p:?}");
+    }
+    assert!(s.state_change.is_some_and(|m| m.n == 1 && m.lo.is_none() && m.hi.is_none()));
+    let md = run_markdown(&a.runs[0], "95");
+    assert!(md.contains("| hidden need met | 1.0000 n/a (1/1) |"), "{md}");
+    assert!(md.contains("| recall of earlier facts | 1.0000 n/a (1/1) |"), "{md}");
+    let figs = figures(&a, "95");
+    let f = figs.iter().map(|(_, f)| f).find(|f| f.key == "changed_need_met").unwrap();
+    assert_eq!((f.value, f.lo, f.hi, f.n), (Some(0.0), None, None, Some(1)));
+}
