@@ -1236,7 +1236,7 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
     // Usage.
     out.push(usage_table(&a.usage));
     out.push(panel_table(&a.panel));
-    out.push(validity_table(&a.judge_validity));
+    out.push(validity_table(&a.judge_validity, pct));
     out
 }
 
@@ -1469,33 +1469,62 @@ pub fn exact_or_empty(v: Option<f64>) -> String {
 #[cfg(test)]
 mod tests;
 
-fn opt3(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.3}"))
+/// A value without interval as a cell (`n/a` and no value when not available).
+fn value_cell(section: &str, group: &str, key: &str, v: Option<f64>, n: Option<usize>) -> Cell {
+    Cell {
+        text: v.map_or_else(|| "n/a".to_string(), fmt4),
+        figure: Some(Figure {
+            section: section.into(),
+            group: group.into(),
+            key: key.into(),
+            value: v,
+            lo: None,
+            hi: None,
+            n,
+        }),
+    }
 }
 
 /// The panel: per family and criterion, each judge's mean, the panel mean and Krippendorff's alpha.
+/// Figures: section `panel`, group the family (its items' means) or `family/criterion`, keys
+/// `mean:JUDGE`, `panel_mean`, `alpha`, `pairable_items`.
 fn panel_table(p: &Section<PanelSection>) -> Table {
     let Section::Run(p) = p else { return not_run("panel", "Judge panel: agreement") };
     let r = &p.report;
+    let sec = "panel";
     let mut head: Vec<String> = vec!["family".into(), "criterion".into()];
     head.extend(r.judges.iter().map(|j| format!("mean {j}")));
     head.extend(["panel mean", "alpha (interval)", "items two judges scored"].map(String::from));
     let mut rows = Vec::new();
     for (family, f) in &r.families {
-        let mut line = |criterion: &str, per: Vec<Option<f64>>, mean: Option<f64>, ag: &h2htalk_judge::panel::Agreement| {
+        let mut line = |criterion: &str,
+                        group: String,
+                        per: Option<Vec<Option<f64>>>,
+                        mean: Option<f64>,
+                        ag: &h2htalk_judge::panel::Agreement| {
             let mut row = vec![text_cell(family.clone()), text_cell(criterion)];
-            row.extend(per.into_iter().map(|v| text_cell(opt3(v))));
-            row.extend([text_cell(opt3(mean)), text_cell(opt3(ag.alpha)), text_cell(ag.pairable_items.to_string())]);
+            match per {
+                Some(per) => row.extend(
+                    per.into_iter().zip(&r.judges).map(|(v, j)| value_cell(sec, &group, &format!("mean:{j}"), v, None)),
+                ),
+                // The panel keeps no judge's mean of the items' means per family: shown in the judge tables.
+                None => row.extend(r.judges.iter().map(|_| text_cell("–"))),
+            }
+            row.extend([
+                value_cell(sec, &group, "panel_mean", mean, None),
+                value_cell(sec, &group, "alpha", ag.alpha, Some(ag.pairable_items)),
+                count_cell(sec, &group, "pairable_items", ag.pairable_items),
+            ]);
             rows.push(row);
         };
-        let item_means = r.judges.iter().map(|_| None).collect();
-        line("item mean", item_means, f.mean, &f.agreement);
+        line("item mean", family.clone(), None, f.mean, &f.agreement);
         for (c, pc) in &f.criteria {
-            line(c, r.judges.iter().map(|j| pc.per_judge.get(j).copied().flatten()).collect(), pc.mean, &pc.agreement);
+            let per = r.judges.iter().map(|j| pc.per_judge.get(j).copied().flatten()).collect();
+            line(c, format!("{family}/{c}"), Some(per), pc.mean, &pc.agreement);
         }
     }
     Table {
-        section: "panel".into(),
+        section: sec.into(),
         title: "Judge panel: agreement".into(),
         head,
         rows,
@@ -1509,22 +1538,42 @@ fn panel_table(p: &Section<PanelSection>) -> Table {
 }
 
 /// The judge validity check: per judge, family and degradation, the share ranked correctly.
-fn validity_table(v: &Section<ValiditySection>) -> Table {
+/// Figures: section `judge_validity:JUDGE`, group `family/degradation`, keys `ranked_correctly`,
+/// `compared`, `share` (with its Wilson interval), `judge_parse_failed`, `judge_failed`, `not_applicable`.
+fn validity_table(v: &Section<ValiditySection>, pct: &str) -> Table {
     let Section::Run(v) = v else { return not_run("judge_validity", "Judge validity check") };
     let mut rows = Vec::new();
     for j in &v.judges {
+        let sec = format!("judge_validity:{}", j.judge);
         for (family, cells) in &j.families {
             for (degradation, c) in cells {
-                let ci = c.interval.map_or_else(|| "n/a".to_string(), |[lo, hi]| format!("[{lo:.3}, {hi:.3}]"));
+                let g = format!("{family}/{degradation}");
+                let (lo, hi) = c.interval.map_or((None, None), |[lo, hi]| (Some(lo), Some(hi)));
+                let share = Cell {
+                    text: match c.share {
+                        Some(s) => format!("{} {}", fmt4(s), fmt_ci(lo, hi)),
+                        None => "n/a".into(),
+                    },
+                    figure: Some(Figure {
+                        section: sec.clone(),
+                        group: g.clone(),
+                        key: "share".into(),
+                        value: c.share,
+                        lo,
+                        hi,
+                        n: Some(c.n),
+                    }),
+                };
                 rows.push(vec![
                     text_cell(j.judge.clone()),
                     text_cell(family.clone()),
                     text_cell(degradation.clone()),
-                    text_cell(format!("{}/{}", c.ranked_correctly, c.n)),
-                    text_cell(opt3(c.share)),
-                    text_cell(ci),
-                    text_cell(c.judge_parse_failed.to_string()),
-                    text_cell(c.judge_failed.to_string()),
+                    count_cell(&sec, &g, "ranked_correctly", c.ranked_correctly),
+                    count_cell(&sec, &g, "compared", c.n),
+                    share,
+                    count_cell(&sec, &g, "judge_parse_failed", c.judge_parse_failed),
+                    count_cell(&sec, &g, "judge_failed", c.judge_failed),
+                    count_cell(&sec, &g, "not_applicable", c.not_applicable),
                 ]);
             }
         }
@@ -1532,14 +1581,18 @@ fn validity_table(v: &Section<ValiditySection>) -> Table {
     Table {
         section: "judge_validity".into(),
         title: "Judge validity check".into(),
-        head: ["judge", "family", "degradation", "ranked correctly", "share", "95% Wilson", "unparsable", "failed"]
+        head: ["judge", "family", "degradation", "ranked correctly", "compared"]
             .map(String::from)
-            .into(),
+            .into_iter()
+            .chain([format!("share [{pct}% Wilson CI]")])
+            .chain(["unparsable", "failed", "not applicable"].map(String::from))
+            .collect(),
         rows,
         not_run: false,
         note: Some(
             "The judge rated each reference answer against a copy made worse on purpose; the reference must \
-             score strictly higher (a tie counts as wrong). A trustworthy judge is near 1 on every line."
+             score strictly higher (a tie counts as wrong). A trustworthy judge is near 1 on every line; the \
+             interval is n/a over fewer than two comparisons."
                 .into(),
         ),
     }

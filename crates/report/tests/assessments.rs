@@ -9,7 +9,7 @@ use h2htalk_data::{ChatMessage, Family, SapMode};
 use h2htalk_report::write_report;
 use h2htalk_store::{
     FormatCheck, Generation as GenerationRow, GenerationStatus, Item, JudgeOutcome, JudgeScore, Prices, SafetyVerdict,
-    SessionKind, Simulation, SimulationOutcome, Store, Verdict,
+    SessionKind, Simulation, SimulationOutcome, Store, ValidityOutcome, ValidityRow, Verdict,
 };
 use h2htalk_testkit::figures::{find, html_figures, json_figure};
 use serde_json::{Value, json};
@@ -183,6 +183,42 @@ fn every_section_has_the_same_figures_in_json_and_html() {
         prices: None,
     };
     store.add_usage("on", &usage).unwrap();
+    // The validity check of both judges of the panel: judge-a ranks 2 of 3 truncations and the one
+    // persona break correctly; judge-b fails one comparison.
+    let vrow = |sid: &str, d: &str, outcome: ValidityOutcome, means: Option<(f64, f64)>| ValidityRow {
+        scenario_id: sid.into(),
+        degradation: d.into(),
+        task: "dialogue_base".into(),
+        family: Family::Dialogue,
+        lang: Lang::Zh,
+        outcome,
+        reference_mean: means.map(|m| m.0),
+        degraded_mean: means.map(|m| m.1),
+        error: None,
+    };
+    let compared = ValidityOutcome::Compared;
+    store
+        .replace_validity(
+            "on",
+            "openai:judge-a",
+            &[
+                vrow("a1", "truncation", compared, Some((8.0, 4.0))),
+                vrow("a2", "truncation", compared, Some((7.0, 7.0))),
+                vrow("a3", "truncation", compared, Some((9.0, 2.0))),
+                vrow("a1", "persona_break", compared, Some((8.0, 3.0))),
+            ],
+        )
+        .unwrap();
+    store
+        .replace_validity(
+            "on",
+            "openai:judge-b",
+            &[
+                vrow("a1", "truncation", compared, Some((8.0, 4.0))),
+                vrow("a2", "truncation", ValidityOutcome::JudgeFailed, None),
+            ],
+        )
+        .unwrap();
     make_run(&mut store, "off", "m", SapMode::Off);
     assess(&mut store, "off", 0);
     make_run(&mut store, "bare", "other", SapMode::On);
@@ -206,7 +242,7 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     let figs = html_figures(&html);
     for run in ["on", "off"] {
         let r = find(&lb["assessments"]["runs"], "run", run);
-        for s in ["format_checks", "judge", "safety", "simulator"] {
+        for s in ["format_checks", "judge", "safety", "simulator", "panel"] {
             assert_eq!(r[s]["status"], "run", "{run} {s}");
             let prefix = format!("{run}|{s}");
             assert!(figs.keys().any(|k| k.starts_with(&prefix)), "no {prefix} figure in the HTML");
@@ -282,6 +318,54 @@ fn every_section_has_the_same_figures_in_json_and_html() {
         csv.lines().any(|l| l.starts_with("on,") && l.contains(",judge:openai:judge-a,usage,input_tokens,,3000,")),
         "{csv}"
     );
+    // The panel and the validity check: the same figures in JSON, HTML, CSV and Markdown.
+    let v = &find(&on["judge_validity"]["judges"], "judge", "openai:judge-a")["families"]["dialogue"];
+    assert_eq!((v["truncation"]["ranked_correctly"].as_u64(), v["truncation"]["n"].as_u64()), (Some(2), Some(3)));
+    let (lo, hi) = (v["truncation"]["interval"][0].as_f64().unwrap(), v["truncation"]["interval"][1].as_f64().unwrap());
+    let share = "on|judge_validity:openai:judge-a|dialogue/truncation|share";
+    let text = format!("0.6667 [{:.4}, {:.4}]", lo, hi);
+    assert_eq!(figs[share].1, text);
+    assert!(md.contains(&format!("| openai:judge-a | dialogue | truncation | 2 | 3 | {text} | 0 | 0 | 0 |")), "{md}");
+    let csv_row = format!(",dialogue/truncation,judge_validity:openai:judge-a,share,3,{},{},{},", 2.0 / 3.0, lo, hi);
+    assert!(csv.lines().any(|l| l.starts_with("on,") && l.contains(&csv_row)), "{csv_row} not in the CSV");
+    // One comparison: its share has no interval (n/a), in every output.
+    let one = "on|judge_validity:openai:judge-a|dialogue/persona_break|share";
+    assert_eq!(figs[one].1, "1.0000 n/a");
+    assert!(v["persona_break"]["interval"].is_null());
+    assert!(csv.lines().any(|l| l.contains(",dialogue/persona_break,judge_validity:openai:judge-a,share,1,1,,,")));
+    let b = &find(&on["judge_validity"]["judges"], "judge", "openai:judge-b")["families"]["dialogue"]["truncation"];
+    assert_eq!(b["judge_failed"], 1);
+    assert_eq!(figs["on|judge_validity:openai:judge-b|dialogue/truncation|judge_failed"].1, "1");
+    let p = &on["panel"]["families"]["dialogue"]["criteria"]["empathy"];
+    for (key, json) in [
+        ("panel_mean", &p["mean"]),
+        ("alpha", &p["agreement"]["alpha"]),
+        ("mean:openai:judge-a", &p["per_judge"]["openai:judge-a"]),
+    ] {
+        let id = format!("on|panel|dialogue/empathy|{key}");
+        let (value, text) = &figs[&id];
+        match json.as_f64() {
+            Some(x) => {
+                assert_eq!(value.parse::<f64>().unwrap(), x, "{id}");
+                assert_eq!(text, &f4(json), "{id}");
+                let row = format!(",dialogue/empathy,panel,{key},");
+                let line = csv
+                    .lines()
+                    .find(|l| l.starts_with("on,") && l.contains(&row))
+                    .unwrap_or_else(|| panic!("{id} not in the CSV"));
+                assert!(
+                    line.contains(&format!(
+                        "{row}{}",
+                        if key == "alpha" { p["agreement"]["pairable_items"].to_string() } else { String::new() }
+                    )),
+                    "{line}"
+                );
+                assert!(line.contains(&h2htalk_report::charts::exact(x)), "{line}");
+            }
+            None => assert_eq!(text, "n/a", "{id}"),
+        }
+    }
+    assert!(md.contains("#### Judge panel: agreement") && md.contains("#### Judge validity check"), "{md}");
     // The other run's judge ran but recorded nothing: not recorded, never 0 tokens.
     let off = find(&lb["assessments"]["runs"], "run", "off");
     assert_eq!(off["usage"]["judge"]["status"], "not recorded");

@@ -115,6 +115,43 @@ pub fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
                 .unwrap();
             stat(&t["state"])
         }
+        "panel" => {
+            let (family, criterion) = match group.split_once('/') {
+                Some((f, c)) => (f, Some(c)),
+                None => (group, None),
+            };
+            let f = &run["panel"]["families"][family];
+            let (mean, agreement, per) = match criterion {
+                Some(c) => {
+                    let c = &f["criteria"][c];
+                    (&c["mean"], &c["agreement"], &c["per_judge"])
+                }
+                None => (&f["mean"], &f["agreement"], &Value::Null),
+            };
+            match key {
+                "panel_mean" => count(mean),
+                "alpha" => count(&agreement["alpha"]),
+                "pairable_items" => count(&agreement["pairable_items"]),
+                k => count(&per[k.strip_prefix("mean:").unwrap()]),
+            }
+        }
+        s if s.starts_with("judge_validity:") => {
+            let j = find(&run["judge_validity"]["judges"], "judge", &s["judge_validity:".len()..]);
+            let (family, degradation) = group.split_once('/').unwrap();
+            let c = &j["families"][family][degradation];
+            match key {
+                "share" => {
+                    let ci = &c["interval"];
+                    (
+                        c["share"].clone(),
+                        ci.get(0).cloned().unwrap_or(Value::Null),
+                        ci.get(1).cloned().unwrap_or(Value::Null),
+                    )
+                }
+                "compared" => count(&c["n"]),
+                k => count(&c[k]),
+            }
+        }
         "usage" => {
             let u = &run["usage"];
             match (group, key) {
