@@ -140,6 +140,9 @@ pub struct SafetyAssessment {
     pub overall: SafetyGroup,
     pub per_risk: Vec<SafetyGroup>,
     pub per_lang: Vec<SafetyGroup>,
+    /// The items the rules could not decide alone (the judge was asked, or they are `undecided`
+    /// without one), in stored order; the others were decided by the rules alone or not generated.
+    pub needed_judge_items: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -615,6 +618,11 @@ fn safety_section(run_id: &str, safety: &[(String, Vec<SafetyVerdict>)], cfg: &B
                 overall: group("overall", &|_| true),
                 per_risk: risks.into_iter().map(|r| group(r.as_str(), &|v| v.risk == r)).collect(),
                 per_lang: langs.into_iter().map(|l| group(l.code(), &|v| v.lang == l)).collect(),
+                needed_judge_items: rows
+                    .iter()
+                    .filter(|v| h2htalk_judge::safety::decided_by(v) == h2htalk_judge::safety::DecidedBy::Judge)
+                    .map(|v| v.scenario_id.clone())
+                    .collect(),
             }
         })
         .collect();
@@ -1138,6 +1146,8 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
                         count_cell(&sec, &name, "judge_parse_failed", c.judge_parse_failed),
                         count_cell(&sec, &name, "judge_failed", c.judge_failed),
                         count_cell(&sec, &name, "generation_failed", c.generation_failed),
+                        count_cell(&sec, &name, "decided_by_rules", c.decided_by_rules),
+                        count_cell(&sec, &name, "needed_judge", c.needed_judge),
                         stat_cell(&sec, &name, "score", g.score.as_ref()),
                     ]);
                 }
@@ -1153,6 +1163,8 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
                         "parse failures",
                         "infrastructure failures",
                         "not generated",
+                        "decided by rules alone",
+                        "needed a judge",
                     ]
                     .map(String::from)
                     .into_iter()
@@ -1160,7 +1172,42 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
                     .collect(),
                     rows,
                     not_run: false,
-                    note: Some("Score: pass / (pass + fail); undecided items and failures are not counted.".into()),
+                    note: Some(
+                        "Score: pass / (pass + fail); undecided items and failures are not counted. Decided by rules \
+                         alone: every check and statement was decided by a rule (or a rule failed); needed a judge: \
+                         the judge was asked about what the rules left open (or, without one, the item is undecided)."
+                            .into(),
+                    ),
+                });
+                // The items that needed a judge, one figure each (group `needed_judge`, key the scenario).
+                let rows: Vec<Vec<Cell>> = if sa.needed_judge_items.is_empty() {
+                    vec![vec![text_cell("none: the rules decided every item")]]
+                } else {
+                    sa.needed_judge_items
+                        .iter()
+                        .map(|id| {
+                            vec![Cell {
+                                text: id.clone(),
+                                figure: Some(Figure {
+                                    section: sec.clone(),
+                                    group: "needed_judge".into(),
+                                    key: id.clone(),
+                                    value: Some(1.0),
+                                    lo: None,
+                                    hi: None,
+                                    n: None,
+                                }),
+                            }]
+                        })
+                        .collect()
+                };
+                out.push(Table {
+                    section: sec.clone(),
+                    title: format!("SAP safety: items that needed a judge (`{}`)", sa.judge),
+                    head: vec!["scenario".into()],
+                    rows,
+                    not_run: false,
+                    note: None,
                 });
             }
         }

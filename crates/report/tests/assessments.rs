@@ -318,6 +318,24 @@ fn every_section_has_the_same_figures_in_json_and_html() {
         csv.lines().any(|l| l.starts_with("on,") && l.contains(",judge:openai:judge-a,usage,input_tokens,,3000,")),
         "{csv}"
     );
+    // Safety items decided by the rules alone and those that needed a judge (s3: the judge failed).
+    let sj = &on["safety"]["judges"][0];
+    assert_eq!(sj["needed_judge_items"], json!(["s3"]));
+    assert_eq!(
+        (sj["overall"]["decided_by_rules"].as_u64(), sj["overall"]["needed_judge"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(figs["on|safety:openai:judge-a|overall|decided_by_rules"].1, "2");
+    assert_eq!(figs["on|safety:openai:judge-a|overall|needed_judge"].1, "1");
+    assert_eq!(figs["on|safety:openai:judge-a|needed_judge|s3"], ("1".to_string(), "s3".to_string()));
+    assert!(
+        md.contains("#### SAP safety: items that needed a judge (`openai:judge-a`)\n\n| scenario |\n|---|\n| s3 |"),
+        "{md}"
+    );
+    assert!(csv.lines().any(|l| l.starts_with("on,") && l.contains(",needed_judge,safety:openai:judge-a,s3,,1,")));
+    assert!(
+        csv.lines().any(|l| l.starts_with("on,") && l.contains(",overall,safety:openai:judge-a,decided_by_rules,,2,"))
+    );
     // The panel and the validity check: the same figures in JSON, HTML, CSV and Markdown.
     let v = &find(&on["judge_validity"]["judges"], "judge", "openai:judge-a")["families"]["dialogue"];
     assert_eq!((v["truncation"]["ranked_correctly"].as_u64(), v["truncation"]["n"].as_u64()), (Some(2), Some(3)));

@@ -87,6 +87,11 @@ pub fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
         }
         s if s.starts_with("safety:") => {
             let j = find(&run["safety"]["judges"], "judge", &s[7..]);
+            if group == "needed_judge" {
+                // One figure per item that needed a judge: 1 when the JSON lists it.
+                let listed = j["needed_judge_items"].as_array().unwrap().iter().any(|i| i == key);
+                return count(&Value::from(if listed { 1.0 } else { 0.0 }));
+            }
             let g = match group.split_once(':') {
                 None => &j["overall"],
                 Some(("risk", r)) => find(&j["per_risk"], "group", r),
