@@ -145,3 +145,55 @@ fn report_errors_name_the_problem() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resamples 100: use at least 1000"));
 }
+
+#[test]
+fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let on = run(&server.base_url(), &db, "on");
+    let off = run(&server.base_url(), &db, "off");
+    // The shipped rules leave every safety item to a judge: decide them here, SAP on passing every
+    // item and SAP off failing the first.
+    {
+        let mut store = h2htalk_store::Store::open(&db).unwrap();
+        for (id, fail_first) in [(&on, false), (&off, true)] {
+            let mut rows = store.safety_verdicts(id, "rules").unwrap();
+            assert!(rows.len() >= 2, "{} safety items", rows.len());
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.verdict = if fail_first && i == 0 { h2htalk_store::Verdict::Fail } else { h2htalk_store::Verdict::Pass };
+            }
+            store.replace_safety_verdicts(id, "rules", &rows).unwrap();
+        }
+    }
+    let db_arg = db.to_str().unwrap();
+    let show = h2htalk(&["runs", "show", &on, "--db", db_arg, "--json"]);
+    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    let v = json_of(&show);
+    let protocol = v["protocol"].as_str().unwrap();
+    assert!(protocol.starts_with("protocol:sha256:"), "{protocol}");
+    assert_eq!(v["sap_counterpart"], off.as_str());
+    let sap = &v["sap_safety"][0];
+    assert_eq!((sap["on"].as_str(), sap["off"].as_str(), sap["judge"].as_str()), (Some(on.as_str()), Some(off.as_str()), Some("rules")));
+    let n = sap["paired"]["n"].as_u64().unwrap();
+    assert!(n >= 2, "{sap}");
+    let diff = &sap["paired"]["diff"];
+    assert!((diff["mean"].as_f64().unwrap() - 1.0 / n as f64).abs() < 1e-12, "{sap}");
+    let (lo, hi) = (diff["lo"].as_f64().expect("an interval over two items or more"), diff["hi"].as_f64().unwrap());
+    assert!(v["tags"]["runs"][0]["groups"].as_array().is_some_and(|g| !g.is_empty()), "{}", v["tags"]);
+    assert!(v["tags"]["runs"][0]["differences"].as_array().is_some_and(|d| !d.is_empty()));
+
+    let text = String::from_utf8(h2htalk(&["runs", "show", &on, "--db", db_arg]).stdout).unwrap();
+    assert!(text.contains(&format!("protocol: {protocol}")), "{text}");
+    assert!(text.contains("## Findings by tag") && text.contains("### Differences per run"), "{text}");
+    assert!(text.contains("implicit_need"), "{text}");
+    let f4 = |x: f64| format!("{x:.4}");
+    let row = format!("| {on} | {off} | rules | {n} | 1.0000 | {} | {} [{}, {}] |", f4(1.0 - 1.0 / n as f64), f4(1.0 / n as f64), f4(lo), f4(hi));
+    assert!(text.contains(&row), "no `{row}` in:\n{text}");
+    // Without a complete counterpart under the same protocol, it says so.
+    let alone = dir.path().join("alone.db");
+    let only = run(&server.base_url(), &alone, "on");
+    let text = String::from_utf8(h2htalk(&["runs", "show", &only, "--db", alone.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("### SAP on against SAP off\n\nnot available: no complete run of"), "{text}");
+}

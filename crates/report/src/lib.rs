@@ -174,6 +174,86 @@ pub fn assess_run(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result<
     Ok(a.runs.remove(0))
 }
 
+/// What `runs show` prints beyond the run's assessment tables: its protocol, its findings by tag,
+/// and the SAP on − off safety difference against its counterpart.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunDetails {
+    /// The protocol fingerprint (`protocol:sha256:...`).
+    pub protocol: String,
+    /// The tag breakdown and differences of this run.
+    pub tags: Option<tags::TagReport>,
+    /// The latest complete run of the same model with the other SAP mode and the same protocol;
+    /// `None` when there is none.
+    pub sap_counterpart: Option<String>,
+    /// The safety score on − off against it, per judge both runs have (empty without a counterpart).
+    pub sap_safety: Vec<assessments::SafetyOnOff>,
+    /// The same, in Markdown, with the leaderboard's tag tables.
+    #[serde(skip)]
+    pub markdown: String,
+}
+
+/// The details of `run_id` for `runs show` ([`RunDetails`]), computed with the report's code.
+pub fn run_details(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result<RunDetails, ReportError> {
+    use std::fmt::Write;
+    let db = store.path().to_string();
+    let runs = load_runs(store, &db, &[run_id.to_string()])?;
+    let spec = &runs[0].run.spec;
+    let protocol = spec.protocol();
+    let mut lb = build(&runs, bootstrap, None)?;
+    lb.assessments = assessments::assess(store, &runs, bootstrap)?;
+    let tag_data = tags::load(store, &runs)?;
+    lb.tags = Some(tags::build(&lb, &runs, &tag_data, bootstrap));
+    let mut md = String::new();
+    let _ = writeln!(md, "protocol: {}\n", protocol.fingerprint());
+    md.push_str(&tags::to_markdown(&lb));
+    // The counterpart: same model, other SAP mode, same protocol, complete; the latest.
+    let other = match spec.sap.mode.as_str() {
+        "on" => "off",
+        _ => "on",
+    };
+    let counterpart = store
+        .runs()?
+        .into_iter()
+        .filter(|r| {
+            r.id != run_id
+                && r.spec.model_id == spec.model_id
+                && r.spec.sap.mode.as_str() == other
+                && matches!(r.status, h2htalk_store::RunStatus::Complete | h2htalk_store::RunStatus::CompleteWithFailures)
+                && r.spec.protocol() == protocol
+        })
+        .max_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+    let pct = pct(bootstrap.confidence);
+    let mut sap_safety = Vec::new();
+    let _ = writeln!(md, "### SAP on against SAP off\n");
+    match &counterpart {
+        None => {
+            let _ = writeln!(
+                md,
+                "not available: no complete run of {} with SAP {other} under the same protocol\n",
+                spec.model_id
+            );
+        }
+        Some(c) => {
+            let pair = load_runs(store, &db, &[run_id.to_string(), c.id.clone()])?;
+            let a = assessments::assess(store, &pair, bootstrap)?;
+            match assessments::sap_safety_table(&a, &pct) {
+                Some(t) => md.push_str(&assessments::table_markdown(&t)),
+                None => {
+                    let _ = writeln!(md, "counterpart {}: the safety score was not run on both runs\n", c.id);
+                }
+            }
+            sap_safety = a.sap_safety;
+        }
+    }
+    Ok(RunDetails {
+        protocol: protocol.fingerprint(),
+        tags: lb.tags,
+        sap_counterpart: counterpart.map(|c| c.id),
+        sap_safety,
+        markdown: md,
+    })
+}
+
 /// `pct` of a confidence level as reports print it (`95`).
 pub fn pct(confidence: f64) -> String {
     format!("{}", (confidence * 1000.0).round() / 10.0)

@@ -74,10 +74,14 @@ pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
             let summary = h2htalk_report::summarize(&store, &args.run_id)?;
             let bootstrap = h2htalk_report::Bootstrap::default();
             let assessments = h2htalk_report::assess_run(&store, &args.run_id, &bootstrap)?;
+            let details = h2htalk_report::run_details(&store, &args.run_id, &bootstrap)?;
             if args.json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&json!({"run": row, "summary": summary, "assessments": assessments}))?
+                    serde_json::to_string_pretty(&json!({
+                        "run": row, "summary": summary, "assessments": assessments, "protocol": details.protocol,
+                        "tags": details.tags, "sap_counterpart": details.sap_counterpart, "sap_safety": details.sap_safety,
+                    }))?
                 );
             } else {
                 println!("run {} ({}, created {})", row.id, row.status.as_str(), row.created_at);
@@ -85,6 +89,7 @@ pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
                 print!("{}", summary_table(&summary));
                 println!();
                 print!("{}", h2htalk_report::assessments::run_markdown(&assessments, &h2htalk_report::pct(bootstrap.confidence)));
+                print!("{}", details.markdown);
             }
         }
         RunsCommand::Export(args) => {
