@@ -711,25 +711,23 @@ mod simd {
         let xv = |i: usize, b: usize| _mm256_loadu_si256(xs[i].add(b * 32) as *const __m256i);
         let dx = |i: usize, b: usize| *ds[i].add(b);
         match format {
-            Format::Q8_0 | Format::Q5_0 => {
-                let bytes = if format == Format::Q5_0 { 22 } else { 34 };
-                let sixteen = _mm256_set1_epi8(16);
-                // The tile's scales, side by side per block.
+            Format::Q5_0 | Format::Q8_0 => {
+                // The tile's scales, side by side per block; `d · dx` of each row as one
+                // multiplication would give it.
                 let tile_d = q.tile_d.as_ptr().add(first / TILE * per_row * TILE);
-                for (b, blk) in w.chunks_exact(bytes).enumerate() {
-                    _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
-                    // `d · dx` of the tile's rows (each product as one multiplication would give).
-                    let dd = _mm_mul_ps(_mm_set1_ps(f16(blk)), _mm_loadu_ps(tile_d.add(b * TILE)));
-                    let dd = _mm256_set_m128(dd, dd);
-                    let scale = |i: usize| match i {
-                        0 => _mm256_permute_ps::<0x00>(dd),
-                        1 => _mm256_permute_ps::<0x55>(dd),
-                        2 => _mm256_permute_ps::<0xAA>(dd),
-                        _ => _mm256_permute_ps::<0xFF>(dd),
-                    };
-                    // Each lane of an integer sum covers 4 values: those sums are exact, whichever
-                    // way they are formed.
-                    if format == Format::Q5_0 {
+                let scales = |b: usize, d: f32| {
+                    let mut dd = [0f32; TILE];
+                    _mm_storeu_ps(dd.as_mut_ptr(), _mm_mul_ps(_mm_set1_ps(d), _mm_loadu_ps(tile_d.add(b * TILE))));
+                    dd
+                };
+                // Each lane of an integer sum covers 4 values: those sums are exact, whichever way
+                // they are formed.
+                if format == Format::Q5_0 {
+                    let sixteen = _mm256_set1_epi8(16);
+                    let bias: [*const __m256i; T] = std::array::from_fn(|i| q.bias.as_ptr().add(base[i] * 8) as *const __m256i);
+                    for (b, blk) in w.chunks_exact(22).enumerate() {
+                        _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
+                        let dd = scales(b, f16(blk));
                         // Q5_0's stored `q` (0..31), unsigned; `Σ (q - 16) x = Σ q x - 16 Σ x`.
                         let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
                         let qs = _mm_loadu_si128(blk.as_ptr().add(6) as *const __m128i);
@@ -737,17 +735,20 @@ mod simd {
                         let wu = _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), sixteen));
                         for i in 0..T {
                             let p = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, xv(i, b)), ones);
-                            let bias = _mm256_loadu_si256(q.bias.as_ptr().add((base[i] + b) * 8) as *const __m256i);
-                            let s = _mm256_cvtepi32_ps(_mm256_sub_epi32(p, bias));
-                            acc[i] = _mm256_fmadd_ps(s, scale(i), acc[i]);
+                            let s = _mm256_cvtepi32_ps(_mm256_sub_epi32(p, _mm256_loadu_si256(bias[i].add(b))));
+                            acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(dd[i]), acc[i]);
                         }
-                    } else {
+                    }
+                } else {
+                    for (b, blk) in w.chunks_exact(34).enumerate() {
+                        _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
+                        let dd = scales(b, f16(blk));
                         let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
                         let aw = _mm256_sign_epi8(wv, wv);
                         for i in 0..T {
                             let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, b), wv));
                             let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-                            acc[i] = _mm256_fmadd_ps(s, scale(i), acc[i]);
+                            acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(dd[i]), acc[i]);
                         }
                     }
                 }
