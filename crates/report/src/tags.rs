@@ -46,6 +46,12 @@ pub struct ItemTags {
 pub const FORMAT_MEASURE: &str = "format_checks";
 /// The prefix of a rubric judge's measure (`rubric:JUDGE`).
 pub const RUBRIC_PREFIX: &str = "rubric:";
+/// The prefix of one format check's measure (`format_check:CHECK`: the share of the items given
+/// that check that passed it).
+pub const CHECK_PREFIX: &str = "format_check:";
+/// Between a rubric judge's measure and a criterion: `rubric:JUDGE#CRITERION` is the judge's mean
+/// score of that criterion.
+pub const CRITERION_SEP: &str = "#";
 /// The prefix of a safety judge's measure (`safety:JUDGE`; the judge `rules` when rules decided).
 pub const SAFETY_PREFIX: &str = "safety:";
 
@@ -137,13 +143,18 @@ fn load_assessments(store: &Store, run_id: &str, data: &mut RunTagData) -> Resul
         data.not_run.push("format checks".into());
     } else {
         let mut per_item: BTreeMap<String, bool> = BTreeMap::new();
+        let mut names = std::collections::BTreeSet::new();
         for c in checks {
-            *per_item.entry(c.scenario_id).or_insert(true) &= c.passed;
+            *per_item.entry(c.scenario_id.clone()).or_insert(true) &= c.passed;
+            let name = format!("{CHECK_PREFIX}{}", c.name);
+            data.values.entry(c.scenario_id).or_default().insert(name.clone(), if c.passed { 1.0 } else { 0.0 });
+            names.insert(name);
         }
         for (id, passed) in per_item {
             data.values.entry(id).or_default().insert(FORMAT_MEASURE.into(), if passed { 1.0 } else { 0.0 });
         }
         data.assessments.push(FORMAT_MEASURE.into());
+        data.assessments.extend(names);
     }
     let judges = store.judges(run_id, SessionKind::Rubric)?;
     if judges.is_empty() {
@@ -151,12 +162,20 @@ fn load_assessments(store: &Store, run_id: &str, data: &mut RunTagData) -> Resul
     }
     for judge in judges {
         let name = format!("{RUBRIC_PREFIX}{judge}");
+        let mut criteria = std::collections::BTreeSet::new();
         for s in store.judge_scores(run_id, &judge)? {
             if let (JudgeOutcome::Scored, Some(mean)) = (s.outcome, s.mean) {
-                data.values.entry(s.scenario_id).or_default().insert(name.clone(), mean);
+                let values = data.values.entry(s.scenario_id).or_default();
+                values.insert(name.clone(), mean);
+                for (c, v) in s.scores.iter().flatten() {
+                    let m = format!("{name}{CRITERION_SEP}{c}");
+                    values.insert(m.clone(), f64::from(*v));
+                    criteria.insert(m);
+                }
             }
         }
         data.assessments.push(name);
+        data.assessments.extend(criteria);
     }
     let judges = store.judges(run_id, SessionKind::Safety)?;
     if judges.is_empty() {

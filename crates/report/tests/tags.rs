@@ -207,7 +207,19 @@ fn tag_tables_are_equal_in_json_and_html_and_a_changed_suite_makes_tags_unavaila
     // The tagged run: measures, group means computed here independently.
     let tagged = run("tagged");
     assert_eq!(tagged["available"], true);
-    assert_eq!(tagged["measures"], json!(["rougeL", "bleu1", "format_checks", "rubric:j1", "safety:rules"]));
+    assert_eq!(
+        tagged["measures"],
+        json!([
+            "rougeL",
+            "bleu1",
+            "format_checks",
+            "format_check:action",
+            "format_check:length",
+            "rubric:j1",
+            "rubric:j1#empathy",
+            "safety:rules"
+        ])
+    );
     assert_eq!(tagged["not_run"], json!([]));
     let picked = pick(&suite);
     let implicit: Vec<f64> = picked
@@ -255,6 +267,30 @@ fn tag_tables_are_equal_in_json_and_html_and_a_changed_suite_makes_tags_unavaila
     assert_eq!(j as usize, (0..subtask_items).filter(|i| i % 4 != 1).count());
     let f = ["implicit_need", "explicit_need"].map(|g| group(g)["measures"]["format_checks"].clone());
     assert_eq!(f.iter().map(|f| f["n"].as_u64().unwrap()).sum::<u64>() as usize, subtask_items);
+    // Per check: `action` fails every third item, `length` never; per criterion: the judge's
+    // empathy score is its mean here (one criterion), over the same votes.
+    let implicit_items: Vec<usize> = picked
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !Suite::is_safety(s) && s.tags.implicit_need)
+        .map(|(i, _)| i)
+        .collect();
+    let action = &group("implicit_need")["measures"]["format_check:action"];
+    let passed = implicit_items.iter().filter(|i| *i % 3 != 0).count();
+    assert_eq!(action["n"].as_u64().unwrap() as usize, implicit_items.len());
+    assert!((action["mean"].as_f64().unwrap() - passed as f64 / implicit_items.len() as f64).abs() < 1e-12);
+    assert!(action["lo"].is_f64() && action["hi"].is_f64());
+    assert_eq!(group("implicit_need")["measures"]["format_check:length"]["mean"], 1.0);
+    let (rubric, empathy) =
+        (&group("explicit_need")["measures"]["rubric:j1"], &group("explicit_need")["measures"]["rubric:j1#empathy"]);
+    assert_eq!((&rubric["n"], &rubric["mean"], &rubric["lo"]), (&empathy["n"], &empathy["mean"], &empathy["lo"]));
+    assert!(
+        tagged["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["measure"] == "format_check:action" && d["lo"].is_f64())
+    );
 
     // HTML: every group cell and every difference cell carries the JSON's figures.
     let mut group_cells = 0;
