@@ -164,7 +164,21 @@ impl QMatrix {
             let mut i = 0;
             while i < m {
                 let t = (m - i).min(TILE);
-                for r in group..(group + ROW_GROUP).min(first + n) {
+                let end = (group + ROW_GROUP).min(first + n);
+                #[cfg(target_arch = "x86_64")]
+                if t == 1 && avx2 && matches!(self.format, Format::Q5_0 | Format::Q8_0) {
+                    // One activation row (decoding): several weight rows per call.
+                    let mut sums = [0f32; ROW_GROUP];
+                    // SAFETY: `avx2` is true only when the CPU has AVX2, FMA and F16C; the rows
+                    // are within the matrix.
+                    unsafe { simd::dot_rows(self.format, &self.data[group * rb..end * rb], rb, q, i, &mut sums[..end - group]) };
+                    for (r, &v) in (group..end).zip(&sums) {
+                        put(i, r, v);
+                    }
+                    i += 1;
+                    continue;
+                }
+                for r in group..end {
                     let mut sums = [0f32; TILE];
                     dot_tile(self.format, &self.data[r * rb..(r + 1) * rb], q, i, t, &mut sums, avx2);
                     for (j, &v) in sums[..t].iter().enumerate() {
@@ -930,6 +944,60 @@ mod simd {
         s
     }
 
+    /// [`dot_tile`] of one activation row (`row`) with each of the weight rows in `w` (`rb` bytes
+    /// each, one result per row in `out`), Q5_0 or Q8_0: the same arithmetic, four weight rows
+    /// against each activation block.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot_rows(format: Format, w: &[u8], rb: usize, q: &Quantized, row: usize, out: &mut [f32]) {
+        assert_eq!(w.len(), rb * out.len());
+        for (w, out) in w.chunks(4 * rb).zip(out.chunks_mut(4)) {
+            match out.len() {
+                1 => rows_n::<1>(format, w, rb, q, row, out),
+                2 => rows_n::<2>(format, w, rb, q, row, out),
+                3 => rows_n::<3>(format, w, rb, q, row, out),
+                _ => rows_n::<4>(format, w, rb, q, row, out),
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn rows_n<const R: usize>(format: Format, w: &[u8], rb: usize, q: &Quantized, row: usize, out: &mut [f32]) {
+        let per_row = q.cols / 32;
+        let base = row * per_row;
+        let (x, dx) = (q.qs.as_ptr().add(base * 32), q.d.as_ptr().add(base));
+        let bias = q.bias.as_ptr().add(base * 8) as *const __m256i;
+        let (low, ones, sixteen) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(16));
+        let mut acc = [_mm256_setzero_ps(); R];
+        let q5 = format == Format::Q5_0;
+        let bytes = if q5 { 22 } else { 34 };
+        for b in 0..per_row {
+            let xv = _mm256_loadu_si256(x.add(b * 32) as *const __m256i);
+            let dxb = *dx.add(b);
+            for r in 0..R {
+                let blk = &w[r * rb + b * bytes..r * rb + (b + 1) * bytes];
+                _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
+                let scale = _mm256_set1_ps(f16(blk) * dxb);
+                let s = if q5 {
+                    let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+                    let qs = _mm_loadu_si128(blk.as_ptr().add(6) as *const __m128i);
+                    let nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), low);
+                    let wu = _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), sixteen));
+                    let p = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, xv), ones);
+                    _mm256_cvtepi32_ps(_mm256_sub_epi32(p, _mm256_loadu_si256(bias.add(b))))
+                } else {
+                    let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
+                    let p = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+                    _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones))
+                };
+                acc[r] = _mm256_fmadd_ps(s, scale, acc[r]);
+            }
+        }
+        for r in 0..R {
+            out[r] = hsum(acc[r]);
+        }
+    }
+
     /// [`super::dots_f32`] for up to four heads.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn dots(q: &[f32], k: &[f32], out: &mut [f32]) {
@@ -1238,6 +1306,38 @@ mod attention_tests {
     /// Several heads against one key, and one head's weighted value rows, equal the one-head
     /// helpers to the bit (the engine's greedy answers depend on it), for every head count and
     /// widths with every kind of tail, on both kernels.
+    /// A product with one activation row (decoding; also the last row of a tile) runs several
+    /// weight rows per call: each result equals the one-row kernel's to the bit.
+    #[test]
+    fn single_rows_equal_the_tile_kernel_to_the_bit() {
+        for dtype in [candle_core::quantized::GgmlDType::Q8_0, candle_core::quantized::GgmlDType::Q5_0] {
+            let (rows, cols) = (37, 640);
+            let w: Vec<f32> = values(rows * cols, 3);
+            let t = candle_core::quantized::QTensor::quantize(
+                &candle_core::Tensor::from_vec(w, (rows, cols), &candle_core::Device::Cpu).unwrap(),
+                dtype,
+            )
+            .unwrap();
+            let m = QMatrix::from_qtensor(&t).unwrap();
+            for n in [1, 5] {
+                let x = values(n * cols, 5);
+                let a = Acts::new(&x, cols);
+                let mut out = vec![0f32; n * rows];
+                m.matmul(&a, &mut out);
+                let q = a.quantized(false);
+                let rb = m.row_bytes();
+                for i in 0..n {
+                    let (first, t) = (i / TILE * TILE, (n - i / TILE * TILE).min(TILE));
+                    for r in 0..rows {
+                        let mut one = [0f32; TILE];
+                        dot_tile(m.format(), &m.data[r * rb..(r + 1) * rb], q, first, t, &mut one, has_avx2());
+                        assert_eq!(out[i * rows + r].to_bits(), one[i - first].to_bits(), "{dtype:?} n={n} row {i} col {r}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn grouped_heads_equal_the_one_head_helpers_to_the_bit() {
         for simd in [false, has_avx2()] {
