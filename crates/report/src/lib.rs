@@ -125,34 +125,15 @@ pub fn write_report_with(
 /// Refuses runs of different protocols (their scores are not comparable) unless `allow_mixed`,
 /// naming the runs of each protocol and what differs from the first.
 pub fn check_protocols(runs: &[RunRecord], allow_mixed: bool) -> Result<(), ReportError> {
-    let mut groups: Vec<(h2htalk_store::Protocol, Vec<&str>)> = Vec::new();
-    for r in runs {
-        let p = r.run.spec.protocol();
-        match groups.iter_mut().find(|(q, _)| *q == p) {
-            Some((_, ids)) => ids.push(&r.run.id),
-            None => groups.push((p, vec![&r.run.id])),
-        }
-    }
-    if groups.len() < 2 || allow_mixed {
+    let groups = h2htalk_store::protocol::ProtocolGroups::of(runs.iter().map(|r| (r.run.id.as_str(), &r.run.spec)));
+    if !groups.mixed() || allow_mixed {
         return Ok(());
-    }
-    let (first, first_ids) = &groups[0];
-    let mut parts = Vec::new();
-    for (p, ids) in &groups[1..] {
-        parts.push(format!(
-            "run(s) {} (protocol {}) differ from run(s) {} (protocol {}) in: {}",
-            ids.join(", "),
-            p.short(),
-            first_ids.join(", "),
-            first.short(),
-            first.differences(p).iter().map(|d| d.replacen(": ", " (", 1) + ")").collect::<Vec<_>>().join("; ")
-        ));
     }
     Err(ReportError::Usage(format!(
         "these runs were made under {} different protocols, so their scores are not comparable: {}. Report each \
          protocol apart (--runs), or rank them together with --allow-mixed (every row is then marked with its protocol)",
-        groups.len(),
-        parts.join(". ")
+        groups.groups.len(),
+        groups.differences().join(". ")
     )))
 }
 

@@ -12,7 +12,8 @@ use h2htalk_data::suite::embedded;
 use h2htalk_judge::pairwise::{PairReport, PairwiseReport, Tally, pairwise_run};
 use h2htalk_judge::simulator::Proportion;
 use h2htalk_judge::{JudgeHandle, JudgeSettings, JudgeTexts};
-use h2htalk_store::{JudgeSpec, ModelRequest, RunSpec, Selection, Store};
+use h2htalk_store::protocol::ProtocolGroups;
+use h2htalk_store::{JudgeSpec, ModelRequest, RunSpec, Store};
 use serde::Serialize;
 
 use crate::models::resolve;
@@ -42,36 +43,6 @@ pub struct Comparison {
     pub pairwise: PairwiseReport,
 }
 
-/// What makes two runs' answers comparable and differs between `a` and `b`, one entry per field
-/// (`suite fingerprint: X vs Y`). Empty when they share a protocol.
-///
-/// Checked: the suite fingerprint, the selection of scenarios, and the templates hash. The full
-/// protocol fingerprint (SAP, judge and simulator prompts, metric signature) extends this list.
-pub fn protocol_differences(a: &RunSpec, b: &RunSpec) -> Vec<String> {
-    let mut out = Vec::new();
-    if a.suite.fingerprint != b.suite.fingerprint {
-        out.push(format!("suite fingerprint: {} vs {}", a.suite.label(), b.suite.label()));
-    }
-    if a.selection != b.selection {
-        out.push(format!("selection: {} vs {}", selection_text(&a.selection), selection_text(&b.selection)));
-    }
-    if a.templates_hash != b.templates_hash {
-        out.push(format!("templates hash: {} vs {}", a.templates_hash, b.templates_hash));
-    }
-    out
-}
-
-fn selection_text(s: &Selection) -> String {
-    let tasks = if s.tasks.is_empty() {
-        "every sub-task".to_string()
-    } else {
-        s.tasks.iter().map(|t| t.stem()).collect::<Vec<_>>().join(",")
-    };
-    let limit = s.limit.map_or_else(|| "no limit".to_string(), |n| format!("at most {n} per sub-task"));
-    let safety = if s.safety { "with the safety set" } else { "without the safety set" };
-    format!("({tasks}; {limit}; {safety})")
-}
-
 /// The stored specifications of `runs`, refusing a run not in the store.
 fn specs(store: &Store, runs: &[String]) -> Result<Vec<RunSpec>> {
     runs.iter()
@@ -86,20 +57,18 @@ fn specs(store: &Store, runs: &[String]) -> Result<Vec<RunSpec>> {
         .collect()
 }
 
-/// The protocol differences between the first run and each other run, as lines naming the runs.
-/// Refused (an error listing them) unless `allow_mixed`.
+/// The runs' protocols compared with the report's check ([`h2htalk_store::protocol::ProtocolGroups`]):
+/// one line per protocol after the first, naming its runs and every field that differs. Refused
+/// (an error listing them) unless `allow_mixed`.
 pub fn check_protocols(store: &Store, runs: &[String], allow_mixed: bool) -> Result<Vec<String>> {
     let specs = specs(store, runs)?;
-    let mut lines = Vec::new();
-    for (run, spec) in runs.iter().zip(&specs).skip(1) {
-        for d in protocol_differences(&specs[0], spec) {
-            lines.push(format!("`{}` vs `{run}`: {d}", runs[0]));
-        }
-    }
-    if !lines.is_empty() && !allow_mixed {
+    let groups = ProtocolGroups::of(runs.iter().map(String::as_str).zip(&specs));
+    let lines = groups.differences();
+    if groups.mixed() && !allow_mixed {
         return Err(RunError::Usage(format!(
-            "these runs were made under different protocols, so their answers are not comparable item by item:\n  {}\n\
+            "these runs were made under {} different protocols, so their answers are not comparable item by item:\n  {}\n\
              compare them anyway with --allow-mixed",
+            groups.groups.len(),
             lines.join("\n  ")
         )));
     }
@@ -291,22 +260,30 @@ mod tests {
     use h2htalk_data::{SapMode, Task};
 
     #[test]
-    fn differences_name_each_field() {
+    fn the_full_protocol_is_checked_naming_what_differs() {
         let a = h2htalk_testkit::spec("openai", "test", SapMode::On);
-        assert!(protocol_differences(&a, &a).is_empty());
+        // What the old check (suite, selection, templates) let through: other generation settings
+        // and other judge texts.
         let mut b = a.clone();
-        b.selection.limit = Some(2);
-        b.selection.tasks = vec![Task::DialogueBase];
-        b.templates_hash = "sha256:other".into();
-        let d = protocol_differences(&a, &b);
-        assert_eq!(d.len(), 2, "{d:?}");
-        assert!(d[0].starts_with("selection: ") && d[0].contains("dialogue_base; at most 2 per sub-task"), "{d:?}");
-        assert!(d[1].starts_with("templates hash: ") && d[1].ends_with("sha256:other"), "{d:?}");
-        b.suite.fingerprint = "sha256:elsewhere".into();
-        assert!(protocol_differences(&a, &b)[0].contains("sha256:elsewhere"));
-        // The model under test is what a comparison varies, never a protocol difference.
+        b.settings.max_tokens += 1;
+        b.judge_texts_hash = Some("sha256:other".into());
+        // The model under test and the SAP mode are what a comparison varies, never a difference.
         let mut c = a.clone();
         c.model.spec = "openai:other".into();
-        assert!(protocol_differences(&a, &c).is_empty());
+        c.sap.mode = SapMode::Off;
+        let mut d = a.clone();
+        d.selection.tasks = vec![Task::DialogueBase];
+        let g = ProtocolGroups::of([("a", &a), ("b", &b), ("c", &c), ("d", &d)]);
+        assert!(g.mixed());
+        let lines = g.differences();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("run(s) b (protocol ") && lines[0].contains("differ from run(s) a, c"),
+            "{lines:?}"
+        );
+        assert!(lines[0].contains("settings (") && lines[0].contains("judge_texts_hash ("), "{lines:?}");
+        assert!(!lines[0].contains("selection"), "{lines:?}");
+        assert!(lines[1].starts_with("run(s) d ") && lines[1].contains("selection ("), "{lines:?}");
+        assert!(!ProtocolGroups::of([("a", &a), ("c", &c)]).mixed());
     }
 }

@@ -99,6 +99,52 @@ impl Protocol {
     }
 }
 
+/// Runs grouped by protocol, in the order their protocols first appear: what the report and
+/// `compare` both check before putting runs side by side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProtocolGroups<'a> {
+    pub groups: Vec<(Protocol, Vec<&'a str>)>,
+}
+
+impl<'a> ProtocolGroups<'a> {
+    /// Groups `runs` (id, specification) by protocol.
+    pub fn of(runs: impl IntoIterator<Item = (&'a str, &'a RunSpec)>) -> ProtocolGroups<'a> {
+        let mut groups: Vec<(Protocol, Vec<&'a str>)> = Vec::new();
+        for (id, spec) in runs {
+            let p = spec.protocol();
+            match groups.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, ids)) => ids.push(id),
+                None => groups.push((p, vec![id])),
+            }
+        }
+        ProtocolGroups { groups }
+    }
+
+    /// Whether the runs were made under more than one protocol.
+    pub fn mixed(&self) -> bool {
+        self.groups.len() > 1
+    }
+
+    /// One line per protocol after the first: its runs, and every field that differs from the
+    /// first protocol's (`selection ({"limit":3,...} vs {"limit":2,...})`). Empty when not mixed.
+    pub fn differences(&self) -> Vec<String> {
+        let Some((first, first_ids)) = self.groups.first() else { return vec![] };
+        self.groups[1..]
+            .iter()
+            .map(|(p, ids)| {
+                format!(
+                    "run(s) {} (protocol {}) differ from run(s) {} (protocol {}) in: {}",
+                    ids.join(", "),
+                    p.short(),
+                    first_ids.join(", "),
+                    first.short(),
+                    first.differences(p).iter().map(|d| d.replacen(": ", " (", 1) + ")").collect::<Vec<_>>().join("; ")
+                )
+            })
+            .collect()
+    }
+}
+
 fn short_json(v: &serde_json::Value) -> String {
     let s = v.to_string();
     if s.chars().count() > 80 { format!("{}…", s.chars().take(80).collect::<String>()) } else { s }
