@@ -92,7 +92,25 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     let (db_s, suite) = (db.to_str().unwrap().to_string(), suite().to_str().unwrap().to_string());
     let judge_url = judge.base_url();
 
-    let out = h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names[..3]));
+    // With the safety set: every section of the report runs (safety by the rules, which fail the
+    // crisis items these answers give no human help in).
+    let with_safety = |models: &[&'static str]| {
+        let mut a: Vec<String> = sweep_args(&cfg, &db_s, &suite, &judge_url, models).into_iter().map(String::from).collect();
+        a.push("--safety".into());
+        a
+    };
+    let run_sweep = |models: &[&'static str]| {
+        let args = with_safety(models);
+        h2htalk(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let safety_items: usize = ["en", "zh"]
+        .iter()
+        .map(|l| {
+            let text = std::fs::read_to_string(Path::new(&suite).join(format!("safety/sap_safety.{l}.jsonl"))).unwrap();
+            text.lines().filter(|l| !l.trim().is_empty()).count()
+        })
+        .sum();
+    let out = run_sweep(&names[..3]);
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let first = json_of(&out);
     let members = first["members"].as_array().unwrap();
@@ -100,7 +118,7 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     for m in members {
         assert_eq!(m["how"], "new", "{m}");
         assert_eq!(m["status"], "complete", "{m}");
-        assert_eq!(m["generated"], 9, "{m}");
+        assert_eq!(m["generated"].as_u64().unwrap() as usize, 9 + safety_items, "{m}");
     }
     let asked: Vec<u64> = servers.iter().map(requests).collect();
     assert!(asked[..3].iter().all(|n| *n >= 9), "every model was asked: {asked:?}");
@@ -109,7 +127,7 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     assert!(judge_asked > 0);
 
     // A fourth model: the three stored runs answer for their models, nothing is asked of them again.
-    let out = h2htalk(&sweep_args(&cfg, &db_s, &suite, &judge_url, &names));
+    let out = run_sweep(&names);
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let second = json_of(&out);
     let members = second["members"].as_array().unwrap();
@@ -140,7 +158,7 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     let assessed = lb["assessments"]["runs"].as_array().unwrap();
     assert_eq!(assessed.len(), 4);
     for a in assessed {
-        for section in ["format_checks", "judge", "simulator"] {
+        for section in ["format_checks", "judge", "safety", "simulator"] {
             assert_ne!(a[section]["status"], "not run", "{section} of {}: {}", a["run"], a[section]);
         }
         assert!(a["usage"].is_object(), "{a}");
@@ -148,18 +166,12 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     // Every figure of the assessments that the HTML shows equals leaderboard.json's.
     let figures = h2htalk_testkit::figures::html_figures(&html);
     for a in assessed {
-        for section in ["format_checks", "judge", "simulator", "usage"] {
+        for section in ["format_checks", "judge", "safety", "simulator", "usage"] {
             let prefix = format!("{}|{section}", a["run"].as_str().unwrap());
             assert!(figures.keys().any(|k| k.starts_with(&prefix)), "no {prefix} figure in the HTML");
         }
     }
-    for (id, (value, _)) in &figures {
-        let (v, _, _) = h2htalk_testkit::figures::json_figure(&lb, id);
-        match v.as_f64() {
-            Some(x) => assert_eq!(value.parse::<f64>().unwrap(), x, "{id}"),
-            None => assert_eq!(value, "", "{id}: JSON has no value, the HTML must show none"),
-        }
-    }
+    same_figures(&lb, &figures);
     assert!(lb["tags"]["runs"].as_array().is_some_and(|r| r.len() == 4), "tag tables for the four runs");
     assert!(html.contains("id=\"assessments\"") && html.contains("id=\"tags\"") && html.contains("id=\"side\""));
     // The sweep's runs judged pairwise: every pair, one Bradley-Terry ranking of the four.
@@ -174,6 +186,36 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     stdout(&h2htalk(&["report", "--db", &db_s, "--sweep", "four", "--out", out.to_str().unwrap()]));
     let again: Value = serde_json::from_str(&std::fs::read_to_string(out.join("leaderboard.json")).unwrap()).unwrap();
     assert_eq!(again["ranking"], lb["ranking"]);
+
+    // The SAP-off run of one model under the same protocol: the report of the pair carries the SAP
+    // on/off tables, and every figure (values and intervals) equals the JSON's.
+    let on_id = second["members"][0]["run_id"].as_str().unwrap().to_string();
+    let mut off_args = with_safety(&names[..1]);
+    off_args.retain(|a| a != "--name" && a != "four" && a != "sweep" && a != "--model" && a != "alpha");
+    let mut args: Vec<String> = ["run", "--model", "alpha", "--sap", "off"].map(String::from).into();
+    args.extend(off_args);
+    let off = json_of(&h2htalk(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+    assert_eq!(off["status"], "complete", "{off}");
+    let off_id = off["run_id"].as_str().unwrap();
+    let sap_dir = dir.path().join("sap");
+    stdout(&h2htalk(&["report", "--db", &db_s, "--runs", &format!("{on_id},{off_id}"), "--out", sap_dir.to_str().unwrap()]));
+    let lb: Value = serde_json::from_str(&std::fs::read_to_string(sap_dir.join("leaderboard.json")).unwrap()).unwrap();
+    let html = std::fs::read_to_string(sap_dir.join("report.html")).unwrap();
+    assert_eq!(lb["mixed_protocols"], false);
+    assert!(!lb["sap"].as_array().unwrap().is_empty(), "the SAP on/off table: {}", lb["sap"]);
+    let sap = &lb["assessments"]["sap_safety"][0];
+    assert_eq!((sap["on"].as_str(), sap["off"].as_str()), (Some(on_id.as_str()), Some(off_id)), "{sap}");
+    assert!(sap["paired"]["n"].as_u64().unwrap() >= 2, "the rules decided crisis items in both runs: {sap}");
+    assert!(sap["paired"]["diff"]["lo"].is_f64(), "{sap}");
+    let figures = h2htalk_testkit::figures::html_figures(&html);
+    assert!(figures.keys().any(|k| k.starts_with('|') && k.ends_with("|on_minus_off")), "the SAP safety row in the HTML");
+    for run in [on_id.as_str(), off_id] {
+        for section in ["format_checks", "judge", "safety", "simulator", "usage"] {
+            let prefix = format!("{run}|{section}");
+            assert!(figures.keys().any(|k| k.starts_with(&prefix)), "no {prefix} figure in the HTML");
+        }
+    }
+    same_figures(&lb, &figures);
 
     // A run of another protocol (another --limit) in the same store: ranking it with the sweep's
     // runs is refused, naming what differs, unless --allow-mixed.
@@ -209,11 +251,35 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     let lb: Value =
         serde_json::from_str(&std::fs::read_to_string(mixed_out.join("leaderboard.json")).unwrap()).unwrap();
     assert_eq!(lb["mixed_protocols"], true);
-    assert_eq!(lb["ranking"].as_array().unwrap().len(), 5);
+    assert_eq!(lb["ranking"].as_array().unwrap().len(), 6);
     for r in lb["runs"].as_array().unwrap() {
         let short = &r["protocol"].as_str().unwrap()["protocol:sha256:".len()..][..12];
         assert!(r["label"].as_str().unwrap().ends_with(&format!("protocol {short}")), "{}", r["label"]);
     }
+}
+
+/// Every assessment figure the HTML shows equals leaderboard.json's: the value, and the interval
+/// the cell prints (`[lo, hi]` to four places) or none when JSON has none.
+fn same_figures(lb: &Value, figures: &std::collections::BTreeMap<String, (String, String)>) {
+    let f4 = |v: &Value| {
+        let s = format!("{:.4}", v.as_f64().unwrap());
+        if s == "-0.0000" { "0.0000".to_string() } else { s }
+    };
+    let mut intervals = 0;
+    for (id, (value, text)) in figures {
+        let (v, lo, hi) = h2htalk_testkit::figures::json_figure(lb, id);
+        match v.as_f64() {
+            Some(x) => assert_eq!(value.parse::<f64>().unwrap(), x, "{id}"),
+            None => assert_eq!(value, "", "{id}: JSON has no value, the HTML must show none"),
+        }
+        if lo.is_null() {
+            assert!(!text.contains(", "), "{id}: `{text}` shows an interval JSON does not have");
+        } else {
+            assert!(text.contains(&format!("[{}, {}]", f4(&lo), f4(&hi))), "{id}: `{text}` lacks JSON's interval");
+            intervals += 1;
+        }
+    }
+    assert!(intervals > 0, "no interval checked");
 }
 
 #[test]
