@@ -7,7 +7,9 @@
 # Each side's time is its run's generation phase, from the run's creation to its last stored answer
 # (store timestamps); both runs use the local run defaults (temperature 0, max_tokens 64) and score with
 # the lexical metrics only. llama.cpp is built by scripts/llama-cpp-baseline.sh and listens on
-# 127.0.0.1 only, with the Gemma chat template (the one our engine applies).
+# 127.0.0.1 only, with llama.cpp's built-in Gemma chat template (the one our engine applies; with Jinja
+# on, `--chat-template gemma` would be taken as a template whose text is "gemma", and every prompt would
+# be 3 tokens: the script checks that both sides saw the same prompt tokens).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}
@@ -34,11 +36,12 @@ import sqlite3, sys
 from datetime import datetime
 db = sqlite3.connect(sys.argv[1])
 (created,) = db.execute("SELECT created_at FROM runs").fetchone()
-last, n, toks = db.execute(
-    "SELECT max(created_at), count(*), coalesce(sum(output_tokens), 0) FROM generations WHERE status = 'generated'"
+last, n, toks, prompt = db.execute(
+    "SELECT max(created_at), count(*), coalesce(sum(output_tokens), 0), coalesce(sum(input_tokens), 0)"
+    " FROM generations WHERE status = 'generated'"
 ).fetchone()
 t = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))
-print(f"{(t(last) - t(created)).total_seconds():.2f} {n} {toks}")
+print(f"{(t(last) - t(created)).total_seconds():.2f} {n} {toks} {prompt}")
 EOF
 }
 
@@ -46,11 +49,11 @@ cd "$work"
 echo "bench-batch: h2htalk embedded engine, batch $batch, $threads threads" >&2
 RAYON_NUM_THREADS=$threads H2HTALK_LOCAL_BATCH=$batch "$h2htalk" run --model "local:$gguf" --limit "$limit" \
   --metrics lexical --db ours.db --report-dir ours-report >ours.log 2>&1 || { cat ours.log >&2; exit 1; }
-read -r ours_s ours_n ours_tok < <(phase ours.db)
+read -r ours_s ours_n ours_tok ours_prompt < <(phase ours.db)
 
 echo "bench-batch: llama.cpp server, $batch slots, $threads threads" >&2
 "$bin/llama-server" -m "$gguf" -t "$threads" --host 127.0.0.1 --port "$port" -np "$batch" -c $((4096 * batch)) \
-  --chat-template gemma >server.log 2>&1 &
+  --no-jinja --chat-template gemma >server.log 2>&1 &
 server=$!
 for _ in $(seq 1 120); do
   curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
@@ -68,9 +71,15 @@ seed = 0
 EOF
 "$h2htalk" run --model llama-cpp --limit "$limit" --metrics lexical --db theirs.db --report-dir theirs-report \
   >theirs.log 2>&1 || { cat theirs.log >&2; exit 1; }
-read -r their_s their_n their_tok < <(phase theirs.db)
+read -r their_s their_n their_tok their_prompt < <(phase theirs.db)
+# The same prompts on both sides (the server counts its prompt tokens; BOS may be counted apart).
+if [ $((ours_prompt - their_prompt)) -gt $((ours_n)) ] || [ $((their_prompt - ours_prompt)) -gt $((ours_n)) ]; then
+  echo "bench-batch: the two sides' prompts differ: $ours_prompt prompt tokens here, $their_prompt at llama.cpp" >&2
+  exit 1
+fi
 
 printf "same GGUF (%s), %s threads, %s parallel (batch / slots), %s items\n" "$(basename "$gguf")" "$threads" "$batch" "$ours_n"
+printf "prompt tokens: %s (h2htalk), %s (llama.cpp)\n" "$ours_prompt" "$their_prompt"
 printf "                      seconds   items/s   answer tokens   answer tokens/s\n"
 printf "  llama.cpp server   %8.1f  %8.3f  %14s  %16.1f\n" "$their_s" "$(echo "$their_n/$their_s" | bc -l)" "$their_tok" "$(echo "$their_tok/$their_s" | bc -l)"
 printf "  h2htalk embedded   %8.1f  %8.3f  %14s  %16.1f\n" "$ours_s" "$(echo "$ours_n/$ours_s" | bc -l)" "$ours_tok" "$(echo "$ours_tok/$ours_s" | bc -l)"
