@@ -692,6 +692,17 @@ mod simd {
         _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask)
     }
 
+    /// The 32 values of Q5_0 block `blk` as unsigned bytes 0..31 ([`super::q5_0_values`]);
+    /// `low` is 0x0F and `sixteen` 16 in every byte (kept in registers by the callers' loops).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q5_0_unsigned(blk: &[u8], low: __m256i, sixteen: __m256i) -> __m256i {
+        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+        let qs = _mm_loadu_si128(blk.as_ptr().add(6) as *const __m128i);
+        let nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), low);
+        _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), sixteen))
+    }
+
     /// Dot products of one stored weight row with activation rows `first..first + t` (`t <= TILE`).
     /// How far ahead of the block being read the weights are fetched (bytes).
     const PREFETCH: usize = 1024;
@@ -743,10 +754,7 @@ mod simd {
                         _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
                         let dd = scales(b, f16(blk));
                         // Q5_0's stored `q` (0..31), unsigned; `Σ (q - 16) x = Σ q x - 16 Σ x`.
-                        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-                        let qs = _mm_loadu_si128(blk.as_ptr().add(6) as *const __m128i);
-                        let nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), low);
-                        let wu = _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), sixteen));
+                        let wu = q5_0_unsigned(blk, low, sixteen);
                         for i in 0..T {
                             let p = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, xv(i, b)), ones);
                             let s = _mm256_cvtepi32_ps(_mm256_sub_epi32(p, _mm256_loadu_si256(bias[i].add(b))));
@@ -979,11 +987,7 @@ mod simd {
                 _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
                 let scale = _mm256_set1_ps(f16(blk) * dxb);
                 let s = if q5 {
-                    let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-                    let qs = _mm_loadu_si128(blk.as_ptr().add(6) as *const __m128i);
-                    let nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), low);
-                    let wu = _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), sixteen));
-                    let p = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, xv), ones);
+                    let p = _mm256_madd_epi16(_mm256_maddubs_epi16(q5_0_unsigned(blk, low, sixteen), xv), ones);
                     _mm256_cvtepi32_ps(_mm256_sub_epi32(p, _mm256_loadu_si256(bias.add(b))))
                 } else {
                     let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
