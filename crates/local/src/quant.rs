@@ -77,7 +77,15 @@ pub struct QMatrix {
     data: Vec<u8>,
     /// `Format::F32` only: the values, row by row.
     dense: Vec<f32>,
+    /// Q5_0 with the SIMD kernels only: each block as its scale (f32) and its 32 values as
+    /// unsigned bytes, [`WIDE`] bytes, row by row. Products of several activation rows (prompts,
+    /// batches) are bound by arithmetic, not by the bytes read, and these blocks need no
+    /// unpacking; a product of one row (a decoding step) reads the stored blocks.
+    wide: Vec<u8>,
 }
+
+/// Bytes of a Q5_0 block in [`QMatrix::wide`].
+const WIDE: usize = 36;
 
 impl std::fmt::Debug for QMatrix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,10 +107,22 @@ impl QMatrix {
             if data.len() != rows * cols / values * bytes {
                 candle_core::bail!("{:?} tensor of {rows}x{cols} has {} bytes", t.dtype(), data.len());
             }
-            return Ok(QMatrix { rows, cols, format, data, dense: Vec::new() });
+            let wide = if format == Format::Q5_0 && has_avx2() {
+                let mut wide = vec![0u8; data.len() / 22 * WIDE];
+                wide.par_chunks_mut(WIDE * 256).zip(data.par_chunks(22 * 256)).for_each(|(wide, data)| {
+                    for (w, blk) in wide.chunks_exact_mut(WIDE).zip(data.chunks_exact(22)) {
+                        w[..4].copy_from_slice(&f16(blk).to_le_bytes());
+                        w[4..].copy_from_slice(&q5_0_values(blk));
+                    }
+                });
+                wide
+            } else {
+                Vec::new()
+            };
+            return Ok(QMatrix { rows, cols, format, data, dense: Vec::new(), wide });
         }
         let dense = t.dequantize(&candle_core::Device::Cpu)?.flatten_all()?.to_vec1::<f32>()?;
-        Ok(QMatrix { rows, cols, format: Format::F32, data: Vec::new(), dense })
+        Ok(QMatrix { rows, cols, format: Format::F32, data: Vec::new(), dense, wide: Vec::new() })
     }
 
     pub fn rows(&self) -> usize {
@@ -139,7 +159,7 @@ impl QMatrix {
     }
 
     /// Rows `first..first + n` against every activation row, into `out[i * rows + r]`.
-    fn rows_into(&self, first: usize, n: usize, x: &Acts, q: Option<&Quantized>, out: &SharedOut, avx2: bool) {
+    fn rows_into(&self, first: usize, n: usize, x: &Acts, q: Option<&Quantized>, out: &SharedOut, kernel: Kernel) {
         let m = x.rows;
         let put = |i: usize, r: usize, v: f32| {
             debug_assert!(i < m && r < self.rows);
@@ -151,7 +171,7 @@ impl QMatrix {
             for r in first..first + n {
                 let w = &self.dense[r * self.cols..(r + 1) * self.cols];
                 for i in 0..m {
-                    put(i, r, dot_f32(w, x.row_f32(i), avx2));
+                    put(i, r, dot_f32(w, x.row_f32(i), kernel != Kernel::Portable));
                 }
             }
             return;
@@ -166,12 +186,19 @@ impl QMatrix {
                 let t = (m - i).min(TILE);
                 let end = (group + ROW_GROUP).min(first + n);
                 #[cfg(target_arch = "x86_64")]
-                if t == 1 && avx2 && matches!(self.format, Format::Q5_0 | Format::Q8_0) {
+                if t == 1 && kernel != Kernel::Portable && matches!(self.format, Format::Q5_0 | Format::Q8_0) {
                     // One activation row (decoding): several weight rows per call.
                     let mut sums = [0f32; ROW_GROUP];
-                    // SAFETY: `avx2` is true only when the CPU has AVX2, FMA and F16C; the rows
-                    // are within the matrix.
-                    unsafe { simd::dot_rows(self.format, &self.data[group * rb..end * rb], rb, q, i, &mut sums[..end - group]) };
+                    let (w, part) = (&self.data[group * rb..end * rb], &mut sums[..end - group]);
+                    // SAFETY: `kernel()` picks Avx2 only where the CPU has AVX2, FMA and F16C, and
+                    // Vnni only where it also has AVX-VNNI; the rows are within the matrix.
+                    unsafe {
+                        if kernel == Kernel::Vnni {
+                            simd::vnni::dot_rows(self.format, w, rb, q, i, part)
+                        } else {
+                            simd::avx2::dot_rows(self.format, w, rb, q, i, part)
+                        }
+                    };
                     for (r, &v) in (group..end).zip(&sums) {
                         put(i, r, v);
                     }
@@ -180,7 +207,12 @@ impl QMatrix {
                 }
                 for r in group..end {
                     let mut sums = [0f32; TILE];
-                    dot_tile(self.format, &self.data[r * rb..(r + 1) * rb], q, i, t, &mut sums, avx2);
+                    if !self.wide.is_empty() {
+                        let wb = self.cols / BLOCK * WIDE;
+                        dot_tile_wide(&self.wide[r * wb..(r + 1) * wb], q, i, t, &mut sums, kernel);
+                    } else {
+                        dot_tile(self.format, &self.data[r * rb..(r + 1) * rb], q, i, t, &mut sums, kernel);
+                    }
                     for (j, &v) in sums[..t].iter().enumerate() {
                         put(i + j, r, v);
                     }
@@ -202,7 +234,7 @@ pub fn matmuls(x: &Acts, products: &mut [(&QMatrix, &mut [f32])]) {
     if m == 0 {
         return;
     }
-    let avx2 = has_avx2();
+    let kernel = kernel();
     // Tasks of whole weight rows; a task writes its rows' column of every activation row.
     let per_matrix = rayon::current_num_threads() * 4;
     let mut tasks = Vec::new();
@@ -220,7 +252,7 @@ pub fn matmuls(x: &Acts, products: &mut [(&QMatrix, &mut [f32])]) {
         .collect();
     let run = |&(i, first, n): &(usize, usize, usize)| {
         let (w, q, out) = &jobs[i];
-        w.rows_into(first, n, x, *q, out, avx2);
+        w.rows_into(first, n, x, *q, out, kernel);
     };
     if tasks.len() == 1 {
         run(&tasks[0]);
@@ -246,16 +278,17 @@ pub struct Acts<'a> {
 }
 
 /// 8-bit values, one scale per 32 values (repeated over a super-block for per-256 scales), and
-/// the sum of each 32 values (for the minimums of Q4_K). Per 32 values also, for the SIMD kernels:
-/// `bias`, 16 times the sum of each 4 values (Q5_0's offset of 16, taken off the sums of products
-/// of its unsigned values), and the scales of each tile of [`TILE`] rows side by side (`tile_d`).
+/// the sum of each 32 values (for the minimums of Q4_K). For the SIMD kernels also: `offset`, per 4
+/// values minus their sum times the offset of the weights' stored values (16 for Q5_0, per 32
+/// values; 32 for Q6_K, per 256): a sum of products of the stored unsigned values starts from it;
+/// and per 32 values the scales of each tile of [`TILE`] rows side by side (`tile_d`).
 #[derive(Default)]
 struct Quantized {
     cols: usize,
     qs: Vec<i8>,
     d: Vec<f32>,
     sums: Vec<i32>,
-    bias: Vec<i32>,
+    offset: Vec<i32>,
     tile_d: Vec<f32>,
 }
 
@@ -272,13 +305,16 @@ impl Quantized {
             .zip(q.sums.par_chunks_mut(per_row))
             .zip(x.par_chunks(cols))
             .for_each(|(((qs, d), sums), x)| quantize_row(x, group, qs, d, sums, avx2));
-        if group == BLOCK && avx2 {
-            q.bias = vec![0; x.len() / 4];
-            q.bias.par_chunks_mut(cols / 4).zip(q.qs.par_chunks(cols)).for_each(|(bias, qs)| {
-                for (b, four) in bias.iter_mut().zip(qs.chunks_exact(4)) {
-                    *b = 16 * four.iter().map(|&v| v as i32).sum::<i32>();
+        if avx2 {
+            let by = if group == BLOCK { -16 } else { -32 };
+            q.offset = vec![0; x.len() / 4];
+            q.offset.par_chunks_mut(cols / 4).zip(q.qs.par_chunks(cols)).for_each(|(offset, qs)| {
+                for (o, four) in offset.iter_mut().zip(qs.chunks_exact(4)) {
+                    *o = by * four.iter().map(|&v| v as i32).sum::<i32>();
                 }
             });
+        }
+        if group == BLOCK && avx2 {
             let rows = x.len() / cols;
             q.tile_d = vec![0.0; rows.div_ceil(TILE) * per_row * TILE];
             for (r, d) in q.d.chunks_exact(per_row).enumerate() {
@@ -434,32 +470,68 @@ fn dequantize_row(format: Format, row: &[u8], out: &mut [f32]) {
     }
 }
 
-fn has_avx2() -> bool {
+/// The kernels of the integer products, picked once per process from what the CPU has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    /// Plain Rust: any CPU.
+    Portable,
+    /// AVX2, FMA and F16C.
+    Avx2,
+    /// The same with AVX-VNNI: a block's 8-bit products summed into 32-bit lanes in one
+    /// instruction (`vpdpbusd`) instead of two; the same integers, so the same results to the bit.
+    Vnni,
+}
+
+/// `H2HTALK_LOCAL_PORTABLE=1` forces the portable kernels, `H2HTALK_LOCAL_VNNI=0` the AVX2 ones.
+fn kernel() -> Kernel {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
-        static AVX2: OnceLock<bool> = OnceLock::new();
-        *AVX2.get_or_init(|| {
-            std::env::var("H2HTALK_LOCAL_PORTABLE").map_or(true, |v| v != "1")
-                && is_x86_feature_detected!("avx2")
-                && is_x86_feature_detected!("fma")
-                && is_x86_feature_detected!("f16c")
+        static KERNEL: OnceLock<Kernel> = OnceLock::new();
+        *KERNEL.get_or_init(|| {
+            let off = |var: &str, value: &str| std::env::var(var).is_ok_and(|v| v == value);
+            if off("H2HTALK_LOCAL_PORTABLE", "1")
+                || !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c"))
+            {
+                Kernel::Portable
+            } else if !off("H2HTALK_LOCAL_VNNI", "0") && is_x86_feature_detected!("avxvnni") {
+                Kernel::Vnni
+            } else {
+                Kernel::Avx2
+            }
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
-    false
+    Kernel::Portable
+}
+
+fn has_avx2() -> bool {
+    kernel() != Kernel::Portable
 }
 
 /// Dot products of one stored weight row with activation rows `first..first + t` (`t <= TILE`).
-fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE], avx2: bool) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        // SAFETY: `avx2` is true only when the CPU has AVX2, FMA and F16C.
-        unsafe { simd::dot_tile(format, w, q, first, t, out) };
-        return;
+fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE], kernel: Kernel) {
+    match kernel {
+        // SAFETY: `kernel()` picks Avx2 only where the CPU has AVX2, FMA and F16C, and Vnni only
+        // where it also has AVX-VNNI.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { simd::avx2::dot_tile(format, w, q, first, t, out) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Vnni => unsafe { simd::vnni::dot_tile(format, w, q, first, t, out) },
+        _ => portable_dot_tile(format, w, q, first, t, out),
     }
-    let _ = avx2;
-    portable_dot_tile(format, w, q, first, t, out)
+}
+
+/// [`dot_tile`] of a row of [`QMatrix::wide`] (Q5_0 with the SIMD kernels): the same sums.
+fn dot_tile_wide(w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE], kernel: Kernel) {
+    match kernel {
+        // SAFETY: as in `dot_tile`.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { simd::avx2::dot_tile_wide(w, q, first, t, out) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Vnni => unsafe { simd::vnni::dot_tile_wide(w, q, first, t, out) },
+        _ => unreachable!("wide rows are made for the SIMD kernels only"),
+    }
 }
 
 fn idot(w: &[u8], x: &[i8], offset: i32) -> i32 {
@@ -660,7 +732,6 @@ pub fn avx2() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_op_in_unsafe_fn)] // every function here is intrinsics, called only where the CPU has them
 mod simd {
-    use super::{Format, Quantized, TILE};
     use std::arch::x86_64::*;
 
     #[inline]
@@ -703,159 +774,289 @@ mod simd {
         _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), sixteen))
     }
 
-    /// Dot products of one stored weight row with activation rows `first..first + t` (`t <= TILE`).
     /// How far ahead of the block being read the weights are fetched (bytes).
     const PREFETCH: usize = 1024;
 
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE]) {
-        macro_rules! tiles {
-            ($($n:literal)*) => {
-                match t {
-                    $($n => tile::<$n>(format, w, q, first, out),)*
-                    _ => unreachable!("tile of {t} rows"),
-                }
-            };
-        }
-        tiles!(1 2 3 4)
-    }
-
-    /// [`dot_tile`] for a tile of `T` rows: the loops over the tile unroll, so its accumulators
-    /// stay in registers.
+    /// `acc` plus, in each 32-bit lane, the sum of its 4 byte products `u · s` (`u` unsigned, `s`
+    /// signed): two multiply-adds on AVX2 (exact: no pair of products here leaves 16 bits).
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn tile<const T: usize>(format: Format, w: &[u8], q: &Quantized, first: usize, out: &mut [f32; TILE]) {
-        let mut acc = [_mm256_setzero_ps(); T];
-        let per_row = q.cols / 32;
-        let low = _mm256_set1_epi8(0x0F);
-        let ones = _mm256_set1_epi16(1);
-        let base: [usize; T] = std::array::from_fn(|i| (first + i) * per_row);
-        let xs: [*const i8; T] = std::array::from_fn(|i| q.qs.as_ptr().add(base[i] * 32));
-        let ds: [*const f32; T] = std::array::from_fn(|i| q.d.as_ptr().add(base[i]));
-        // Block `b` of tile row `i`: its values and its scale.
-        let xv = |i: usize, b: usize| _mm256_loadu_si256(xs[i].add(b * 32) as *const __m256i);
-        let dx = |i: usize, b: usize| *ds[i].add(b);
-        match format {
-            Format::Q5_0 | Format::Q8_0 => {
-                // The tile's scales, side by side per block; `d · dx` of each row as one
-                // multiplication would give it.
-                let tile_d = q.tile_d.as_ptr().add(first / TILE * per_row * TILE);
-                let scales = |b: usize, d: f32| {
-                    let mut dd = [0f32; TILE];
-                    _mm_storeu_ps(dd.as_mut_ptr(), _mm_mul_ps(_mm_set1_ps(d), _mm_loadu_ps(tile_d.add(b * TILE))));
-                    dd
-                };
-                // Each lane of an integer sum covers 4 values: those sums are exact, whichever way
-                // they are formed.
-                if format == Format::Q5_0 {
-                    let sixteen = _mm256_set1_epi8(16);
-                    let bias: [*const __m256i; T] = std::array::from_fn(|i| q.bias.as_ptr().add(base[i] * 8) as *const __m256i);
-                    for (b, blk) in w.chunks_exact(22).enumerate() {
-                        _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
-                        let dd = scales(b, f16(blk));
-                        // Q5_0's stored `q` (0..31), unsigned; `Σ (q - 16) x = Σ q x - 16 Σ x`.
-                        let wu = q5_0_unsigned(blk, low, sixteen);
-                        for i in 0..T {
-                            let p = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, xv(i, b)), ones);
-                            let s = _mm256_cvtepi32_ps(_mm256_sub_epi32(p, _mm256_loadu_si256(bias[i].add(b))));
-                            acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(dd[i]), acc[i]);
-                        }
-                    }
-                } else {
-                    for (b, blk) in w.chunks_exact(34).enumerate() {
-                        _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
-                        let dd = scales(b, f16(blk));
-                        let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
-                        let aw = _mm256_sign_epi8(wv, wv);
-                        for i in 0..T {
-                            let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, b), wv));
-                            let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-                            acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(dd[i]), acc[i]);
-                        }
+    unsafe fn dp_avx2(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
+    }
+
+    /// [`dp_avx2`] in one AVX-VNNI instruction; the same integers.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    unsafe fn dp_vnni(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_avx_epi32(acc, u, s)
+    }
+
+    /// The integer-product kernels, once per instruction set: `$dp` sums byte products, and
+    /// `$vnni` says whether Q6_K's products are formed on its unsigned stored values (one
+    /// instruction with VNNI) or on signed ones (fewer instructions without).
+    macro_rules! int_kernels {
+        ($module:ident, $features:literal, $dp:path, $vnni:literal) => {
+            pub mod $module {
+                use super::super::{Format, Quantized, TILE};
+                use super::{PREFETCH, f16, hsum, q5_0_unsigned};
+                use std::arch::x86_64::*;
+
+                /// Dot products of one stored weight row with activation rows `first..first + t`
+                /// (`t <= TILE`).
+                #[target_feature(enable = $features)]
+                pub unsafe fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE]) {
+                    match t {
+                        1 => tile::<1>(format, w, q, first, out),
+                        2 => tile::<2>(format, w, q, first, out),
+                        3 => tile::<3>(format, w, q, first, out),
+                        4 => tile::<4>(format, w, q, first, out),
+                        _ => unreachable!("tile of {t} rows"),
                     }
                 }
-            }
-            Format::Q4K => {
-                for (s, sb) in w.chunks_exact(144).enumerate() {
-                    let (d, dmin) = (f16(sb), f16(&sb[2..]));
-                    let scales = &sb[4..16];
-                    let (mut sc, mut mins) = ([0i16; 8], [0i32; 8]);
-                    for j in 0..8 {
-                        let (a, m) = super::scale_min_k4(j, scales);
-                        sc[j] = a as i16;
-                        mins[j] = m as i32;
-                    }
-                    // The super-block's integer sum: Σ_j scale_j · (q_j · x_j), one conversion.
-                    let mut isum = [_mm256_setzero_si256(); T];
-                    for pair in 0..4 {
-                        let qv = _mm256_loadu_si256(sb.as_ptr().add(16 + 32 * pair) as *const __m256i);
-                        let lo = _mm256_and_si256(qv, low);
-                        let hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), low);
-                        let (s0, s1) = (_mm256_set1_epi16(sc[2 * pair]), _mm256_set1_epi16(sc[2 * pair + 1]));
-                        let blk = s * 8 + 2 * pair;
-                        for i in 0..T {
-                            let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xv(i, blk)), s0);
-                            let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xv(i, blk + 1)), s1);
-                            isum[i] = _mm256_add_epi32(isum[i], _mm256_add_epi32(p0, p1));
-                        }
-                    }
-                    for i in 0..T {
-                        // Per 256 values the activations have one scale (`dx`), repeated per block.
-                        let dxi = dx(i, s * 8);
-                        let sums = &q.sums[base[i] + s * 8..base[i] + s * 8 + 8];
-                        let m: i32 = (0..8).map(|j| mins[j] * sums[j]).sum();
-                        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * dxi), acc[i]);
-                        acc[i] = _mm256_sub_ps(acc[i], _mm256_setr_ps(dmin * dxi * m as f32, 0., 0., 0., 0., 0., 0., 0.));
-                    }
-                }
-            }
-            Format::Q6K => {
-                let three = _mm256_set1_epi8(3);
-                let thirty_two = _mm256_set1_epi8(32);
-                for (s, sb) in w.chunks_exact(210).enumerate() {
-                    let d = f16(&sb[208..]);
-                    let mut isum = [_mm256_setzero_si256(); T];
-                    for n in 0..2 {
-                        let qh = _mm256_loadu_si256(sb.as_ptr().add(128 + 32 * n) as *const __m256i);
-                        for k in 0..4 {
-                            let ql = _mm256_loadu_si256(sb.as_ptr().add(64 * n + 32 * (k & 1)) as *const __m256i);
-                            let lo4 = if k < 2 { ql } else { _mm256_srli_epi16(ql, 4) };
-                            let hi2 = match k {
-                                0 => qh,
-                                1 => _mm256_srli_epi16(qh, 2),
-                                2 => _mm256_srli_epi16(qh, 4),
-                                _ => _mm256_srli_epi16(qh, 6),
+
+                /// [`dot_tile`] for a tile of `T` rows: the loops over the tile unroll, so its
+                /// accumulators stay in registers.
+                #[inline]
+                #[target_feature(enable = $features)]
+                unsafe fn tile<const T: usize>(format: Format, w: &[u8], q: &Quantized, first: usize, out: &mut [f32; TILE]) {
+                    let mut acc = [_mm256_setzero_ps(); T];
+                    let per_row = q.cols / 32;
+                    let low = _mm256_set1_epi8(0x0F);
+                    let base: [usize; T] = std::array::from_fn(|i| (first + i) * per_row);
+                    let xs: [*const i8; T] = std::array::from_fn(|i| q.qs.as_ptr().add(base[i] * 32));
+                    let ds: [*const f32; T] = std::array::from_fn(|i| q.d.as_ptr().add(base[i]));
+                    // Per 32 values of tile row `i`: the offset of its 4-value sums (see `Quantized`).
+                    let offsets: [*const __m256i; T] =
+                        std::array::from_fn(|i| q.offset.as_ptr().add(base[i] * 8) as *const __m256i);
+                    let offset = |i: usize, b: usize| _mm256_loadu_si256(offsets[i].add(b));
+                    // Block `b` of tile row `i`: its values and its scale.
+                    let xv = |i: usize, b: usize| _mm256_loadu_si256(xs[i].add(b * 32) as *const __m256i);
+                    let dx = |i: usize, b: usize| *ds[i].add(b);
+                    match format {
+                        Format::Q5_0 | Format::Q8_0 => {
+                            // The tile's scales, side by side per block; `d · dx` of each row as
+                            // one multiplication would give it.
+                            let tile_d = q.tile_d.as_ptr().add(first / TILE * per_row * TILE);
+                            let scales = |b: usize, d: f32| {
+                                let mut dd = [0f32; TILE];
+                                _mm_storeu_ps(dd.as_mut_ptr(), _mm_mul_ps(_mm_set1_ps(d), _mm_loadu_ps(tile_d.add(b * TILE))));
+                                dd
                             };
-                            let qv = _mm256_sub_epi8(
-                                _mm256_or_si256(
-                                    _mm256_and_si256(lo4, low),
-                                    _mm256_slli_epi16(_mm256_and_si256(hi2, three), 4),
-                                ),
-                                thirty_two,
-                            );
-                            let aw = _mm256_sign_epi8(qv, qv);
-                            let sc = &sb[192 + 8 * n + 2 * k..];
-                            let scale16 =
-                                _mm256_set_m128i(_mm_set1_epi16(sc[1] as i8 as i16), _mm_set1_epi16(sc[0] as i8 as i16));
-                            let blk = s * 8 + 4 * n + k;
-                            for i in 0..T {
-                                let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, blk), qv));
-                                isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, scale16));
+                            // Each lane of an integer sum covers 4 values: those sums are exact,
+                            // whichever way they are formed.
+                            if format == Format::Q5_0 {
+                                let sixteen = _mm256_set1_epi8(16);
+                                for (b, blk) in w.chunks_exact(22).enumerate() {
+                                    _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
+                                    let dd = scales(b, f16(blk));
+                                    // Q5_0's stored `q` (0..31), unsigned; `Σ (q - 16) x = Σ q x - 16 Σ x`.
+                                    let wu = q5_0_unsigned(blk, low, sixteen);
+                                    for i in 0..T {
+                                        let s = _mm256_cvtepi32_ps($dp(offset(i, b), wu, xv(i, b)));
+                                        acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(dd[i]), acc[i]);
+                                    }
+                                }
+                            } else {
+                                for (b, blk) in w.chunks_exact(34).enumerate() {
+                                    _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
+                                    let dd = scales(b, f16(blk));
+                                    let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
+                                    let aw = _mm256_sign_epi8(wv, wv);
+                                    for i in 0..T {
+                                        let p = $dp(_mm256_setzero_si256(), aw, _mm256_sign_epi8(xv(i, b), wv));
+                                        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dd[i]), acc[i]);
+                                    }
+                                }
                             }
                         }
+                        Format::Q4K => {
+                            for (s, sb) in w.chunks_exact(144).enumerate() {
+                                let (d, dmin) = (f16(sb), f16(&sb[2..]));
+                                let scales = &sb[4..16];
+                                let (mut sc, mut mins) = ([0i16; 8], [0i32; 8]);
+                                for j in 0..8 {
+                                    let (a, m) = super::super::scale_min_k4(j, scales);
+                                    sc[j] = a as i16;
+                                    mins[j] = m as i32;
+                                }
+                                // The super-block's integer sum: Σ_j scale_j · (q_j · x_j), one conversion.
+                                let mut isum = [_mm256_setzero_si256(); T];
+                                for pair in 0..4 {
+                                    let qv = _mm256_loadu_si256(sb.as_ptr().add(16 + 32 * pair) as *const __m256i);
+                                    let lo = _mm256_and_si256(qv, low);
+                                    let hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), low);
+                                    let (s0, s1) = (_mm256_set1_epi16(sc[2 * pair]), _mm256_set1_epi16(sc[2 * pair + 1]));
+                                    let blk = s * 8 + 2 * pair;
+                                    for i in 0..T {
+                                        let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xv(i, blk)), s0);
+                                        let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xv(i, blk + 1)), s1);
+                                        isum[i] = _mm256_add_epi32(isum[i], _mm256_add_epi32(p0, p1));
+                                    }
+                                }
+                                for i in 0..T {
+                                    // Per 256 values the activations have one scale (`dx`), repeated per block.
+                                    let dxi = dx(i, s * 8);
+                                    let sums = &q.sums[base[i] + s * 8..base[i] + s * 8 + 8];
+                                    let m: i32 = (0..8).map(|j| mins[j] * sums[j]).sum();
+                                    acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(d * dxi), acc[i]);
+                                    acc[i] = _mm256_sub_ps(acc[i], _mm256_setr_ps(dmin * dxi * m as f32, 0., 0., 0., 0., 0., 0., 0.));
+                                }
+                            }
+                        }
+                        Format::Q6K => {
+                            let three = _mm256_set1_epi8(3);
+                            let thirty_two = _mm256_set1_epi8(32);
+                            for (s, sb) in w.chunks_exact(210).enumerate() {
+                                let d = f16(&sb[208..]);
+                                let mut isum = [_mm256_setzero_si256(); T];
+                                for n in 0..2 {
+                                    let qh = _mm256_loadu_si256(sb.as_ptr().add(128 + 32 * n) as *const __m256i);
+                                    for k in 0..4 {
+                                        let ql = _mm256_loadu_si256(sb.as_ptr().add(64 * n + 32 * (k & 1)) as *const __m256i);
+                                        let lo4 = if k < 2 { ql } else { _mm256_srli_epi16(ql, 4) };
+                                        let hi2 = match k {
+                                            0 => qh,
+                                            1 => _mm256_srli_epi16(qh, 2),
+                                            2 => _mm256_srli_epi16(qh, 4),
+                                            _ => _mm256_srli_epi16(qh, 6),
+                                        };
+                                        // The stored values, 0..63 (the weight is the value − 32).
+                                        let qu = _mm256_or_si256(
+                                            _mm256_and_si256(lo4, low),
+                                            _mm256_slli_epi16(_mm256_and_si256(hi2, three), 4),
+                                        );
+                                        let sc = &sb[192 + 8 * n + 2 * k..];
+                                        let blk = s * 8 + 4 * n + k;
+                                        if $vnni {
+                                            // 4-value sums of (q − 32)·x (their offset is −32 Σ x), within 16
+                                            // bits: the multiply-add by the scale (upper halves × 0) is exact.
+                                            let scale32 = _mm256_set_m128i(
+                                                _mm_set1_epi32(i32::from(sc[1] as i8 as i16 as u16)),
+                                                _mm_set1_epi32(i32::from(sc[0] as i8 as i16 as u16)),
+                                            );
+                                            for i in 0..T {
+                                                let p = $dp(offset(i, blk), qu, xv(i, blk));
+                                                isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, scale32));
+                                            }
+                                        } else {
+                                            let qv = _mm256_sub_epi8(qu, thirty_two);
+                                            let aw = _mm256_sign_epi8(qv, qv);
+                                            let scale16 = _mm256_set_m128i(
+                                                _mm_set1_epi16(sc[1] as i8 as i16),
+                                                _mm_set1_epi16(sc[0] as i8 as i16),
+                                            );
+                                            for i in 0..T {
+                                                let p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv(i, blk), qv));
+                                                isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, scale16));
+                                            }
+                                        }
+                                    }
+                                }
+                                for i in 0..T {
+                                    let scale = _mm256_set1_ps(d * dx(i, s * 8));
+                                    acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), scale, acc[i]);
+                                }
+                            }
+                        }
+                        Format::F32 => unreachable!(),
                     }
                     for i in 0..T {
-                        let scale = _mm256_set1_ps(d * dx(i, s * 8));
-                        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), scale, acc[i]);
+                        out[i] = hsum(acc[i]);
+                    }
+                }
+
+                /// [`dot_tile`] of a wide Q5_0 row ([`super::super::WIDE`] bytes per block).
+                #[target_feature(enable = $features)]
+                pub unsafe fn dot_tile_wide(w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE]) {
+                    match t {
+                        1 => tile_wide::<1>(w, q, first, out),
+                        2 => tile_wide::<2>(w, q, first, out),
+                        3 => tile_wide::<3>(w, q, first, out),
+                        4 => tile_wide::<4>(w, q, first, out),
+                        _ => unreachable!("tile of {t} rows"),
+                    }
+                }
+
+                #[inline]
+                #[target_feature(enable = $features)]
+                unsafe fn tile_wide<const T: usize>(w: &[u8], q: &Quantized, first: usize, out: &mut [f32; TILE]) {
+                    let mut acc = [_mm256_setzero_ps(); T];
+                    let per_row = q.cols / 32;
+                    let base: [usize; T] = std::array::from_fn(|i| (first + i) * per_row);
+                    let xs: [*const i8; T] = std::array::from_fn(|i| q.qs.as_ptr().add(base[i] * 32));
+                    let offsets: [*const __m256i; T] =
+                        std::array::from_fn(|i| q.offset.as_ptr().add(base[i] * 8) as *const __m256i);
+                    let tile_d = q.tile_d.as_ptr().add(first / TILE * per_row * TILE);
+                    for (b, blk) in w.chunks_exact(super::super::WIDE).enumerate() {
+                        let d = f32::from_le_bytes([blk[0], blk[1], blk[2], blk[3]]);
+                        let mut dd = [0f32; TILE];
+                        _mm_storeu_ps(dd.as_mut_ptr(), _mm_mul_ps(_mm_set1_ps(d), _mm_loadu_ps(tile_d.add(b * TILE))));
+                        let wu = _mm256_loadu_si256(blk.as_ptr().add(4) as *const __m256i);
+                        for i in 0..T {
+                            let xv = _mm256_loadu_si256(xs[i].add(b * 32) as *const __m256i);
+                            let s = _mm256_cvtepi32_ps($dp(_mm256_loadu_si256(offsets[i].add(b)), wu, xv));
+                            acc[i] = _mm256_fmadd_ps(s, _mm256_set1_ps(dd[i]), acc[i]);
+                        }
+                    }
+                    for i in 0..T {
+                        out[i] = hsum(acc[i]);
+                    }
+                }
+
+                /// [`dot_tile`] of one activation row (`row`) with each of the weight rows in `w`
+                /// (`rb` bytes each, one result per row in `out`), Q5_0 or Q8_0: the same
+                /// arithmetic, four weight rows against each activation block.
+                #[target_feature(enable = $features)]
+                pub unsafe fn dot_rows(format: Format, w: &[u8], rb: usize, q: &Quantized, row: usize, out: &mut [f32]) {
+                    assert_eq!(w.len(), rb * out.len());
+                    for (w, out) in w.chunks(4 * rb).zip(out.chunks_mut(4)) {
+                        match out.len() {
+                            1 => rows_n::<1>(format, w, rb, q, row, out),
+                            2 => rows_n::<2>(format, w, rb, q, row, out),
+                            3 => rows_n::<3>(format, w, rb, q, row, out),
+                            _ => rows_n::<4>(format, w, rb, q, row, out),
+                        }
+                    }
+                }
+
+                #[inline]
+                #[target_feature(enable = $features)]
+                unsafe fn rows_n<const R: usize>(format: Format, w: &[u8], rb: usize, q: &Quantized, row: usize, out: &mut [f32]) {
+                    let per_row = q.cols / 32;
+                    let base = row * per_row;
+                    let (x, dx) = (q.qs.as_ptr().add(base * 32), q.d.as_ptr().add(base));
+                    let offset = q.offset.as_ptr().add(base * 8) as *const __m256i;
+                    let (low, sixteen) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(16));
+                    let mut acc = [_mm256_setzero_ps(); R];
+                    let q5 = format == Format::Q5_0;
+                    let bytes = if q5 { 22 } else { 34 };
+                    for b in 0..per_row {
+                        let xv = _mm256_loadu_si256(x.add(b * 32) as *const __m256i);
+                        let dxb = *dx.add(b);
+                        for r in 0..R {
+                            let blk = &w[r * rb + b * bytes..r * rb + (b + 1) * bytes];
+                            _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
+                            let scale = _mm256_set1_ps(f16(blk) * dxb);
+                            let p = if q5 {
+                                $dp(_mm256_loadu_si256(offset.add(b)), q5_0_unsigned(blk, low, sixteen), xv)
+                            } else {
+                                let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
+                                $dp(_mm256_setzero_si256(), _mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv))
+                            };
+                            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc[r]);
+                        }
+                    }
+                    for r in 0..R {
+                        out[r] = hsum(acc[r]);
                     }
                 }
             }
-            Format::F32 => unreachable!(),
-        }
-        for i in 0..T {
-            out[i] = hsum(acc[i]);
-        }
+        };
     }
+
+    int_kernels!(avx2, "avx2,fma,f16c", super::dp_avx2, false);
+    int_kernels!(vnni, "avx2,fma,f16c,avxvnni", super::dp_vnni, true);
 
     /// `e^x` for each lane (Cephes' single-precision polynomial; relative error about 1e-7),
     /// `x` clamped to ±88.
@@ -950,56 +1151,6 @@ mod simd {
             i += 1;
         }
         s
-    }
-
-    /// [`dot_tile`] of one activation row (`row`) with each of the weight rows in `w` (`rb` bytes
-    /// each, one result per row in `out`), Q5_0 or Q8_0: the same arithmetic, four weight rows
-    /// against each activation block.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn dot_rows(format: Format, w: &[u8], rb: usize, q: &Quantized, row: usize, out: &mut [f32]) {
-        assert_eq!(w.len(), rb * out.len());
-        for (w, out) in w.chunks(4 * rb).zip(out.chunks_mut(4)) {
-            match out.len() {
-                1 => rows_n::<1>(format, w, rb, q, row, out),
-                2 => rows_n::<2>(format, w, rb, q, row, out),
-                3 => rows_n::<3>(format, w, rb, q, row, out),
-                _ => rows_n::<4>(format, w, rb, q, row, out),
-            }
-        }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn rows_n<const R: usize>(format: Format, w: &[u8], rb: usize, q: &Quantized, row: usize, out: &mut [f32]) {
-        let per_row = q.cols / 32;
-        let base = row * per_row;
-        let (x, dx) = (q.qs.as_ptr().add(base * 32), q.d.as_ptr().add(base));
-        let bias = q.bias.as_ptr().add(base * 8) as *const __m256i;
-        let (low, ones, sixteen) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(16));
-        let mut acc = [_mm256_setzero_ps(); R];
-        let q5 = format == Format::Q5_0;
-        let bytes = if q5 { 22 } else { 34 };
-        for b in 0..per_row {
-            let xv = _mm256_loadu_si256(x.add(b * 32) as *const __m256i);
-            let dxb = *dx.add(b);
-            for r in 0..R {
-                let blk = &w[r * rb + b * bytes..r * rb + (b + 1) * bytes];
-                _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().add(PREFETCH) as *const i8);
-                let scale = _mm256_set1_ps(f16(blk) * dxb);
-                let s = if q5 {
-                    let p = _mm256_madd_epi16(_mm256_maddubs_epi16(q5_0_unsigned(blk, low, sixteen), xv), ones);
-                    _mm256_cvtepi32_ps(_mm256_sub_epi32(p, _mm256_loadu_si256(bias.add(b))))
-                } else {
-                    let wv = _mm256_loadu_si256(blk.as_ptr().add(2) as *const __m256i);
-                    let p = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
-                    _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones))
-                };
-                acc[r] = _mm256_fmadd_ps(s, scale, acc[r]);
-            }
-        }
-        for r in 0..R {
-            out[r] = hsum(acc[r]);
-        }
     }
 
     /// [`super::dots_f32`] for up to four heads.
@@ -1201,7 +1352,7 @@ mod tests {
                         while i < n {
                             let t = (n - i).min(TILE);
                             let (mut simd, mut portable) = ([0f32; TILE], [0f32; TILE]);
-                            dot_tile(m.format(), wr, src, i, t, &mut simd, has_avx2());
+                            dot_tile(m.format(), wr, src, i, t, &mut simd, kernel());
                             portable_dot_tile(m.format(), wr, src, i, t, &mut portable);
                             for j in 0..t {
                                 assert!(
@@ -1213,6 +1364,72 @@ mod tests {
                             }
                             i += t;
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The VNNI kernels sum the same integers as the AVX2 ones: every product is equal to the bit,
+    /// for every stored format, tile size and the one-row kernel.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn vnni_and_avx2_kernels_agree_to_the_bit() {
+        if !(has_avx2() && is_x86_feature_detected!("avxvnni")) {
+            let why = "this CPU (or H2HTALK_LOCAL_PORTABLE=1) leaves AVX-VNNI out: the VNNI kernels are not tested";
+            assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why}");
+            eprintln!("\n!!! SKIPPED: {why} !!!\n");
+            return;
+        }
+        for dtype in [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4K, GgmlDType::Q6K] {
+            let (rows, cols) = (9, 512);
+            let (_, m) = matrix(dtype, rows, cols, 11);
+            let rb = m.row_bytes();
+            for n in 1..=9 {
+                // Activations of every magnitude, so that some blocks reach ±127.
+                let x: Vec<f32> = values(n, cols).iter().enumerate().map(|(i, v)| v * (1 + i % 5) as f32).collect();
+                let a = Acts::new(&x, cols);
+                let q = a.quantized(m.format().per_super());
+                for r in 0..rows {
+                    let wr = &m.data[r * rb..(r + 1) * rb];
+                    let mut i = 0;
+                    while i < n {
+                        let t = (n - i).min(TILE);
+                        let (mut avx2, mut vnni) = ([0f32; TILE], [0f32; TILE]);
+                        dot_tile(m.format(), wr, q, i, t, &mut avx2, Kernel::Avx2);
+                        dot_tile(m.format(), wr, q, i, t, &mut vnni, Kernel::Vnni);
+                        assert_eq!(avx2.map(f32::to_bits), vnni.map(f32::to_bits), "{dtype:?} n={n} rows {i}.. col {r}");
+                        i += t;
+                    }
+                }
+                if m.format() == Format::Q5_0 {
+                    // The wide copy of Q5_0 rows gives the stored blocks' sums, on both kernels.
+                    let wb = cols / BLOCK * WIDE;
+                    for r in 0..rows {
+                        let mut i = 0;
+                        while i < n {
+                            let t = (n - i).min(TILE);
+                            let mut want = [0f32; TILE];
+                            dot_tile(m.format(), &m.data[r * rb..(r + 1) * rb], q, i, t, &mut want, Kernel::Avx2);
+                            for kernel in [Kernel::Avx2, Kernel::Vnni] {
+                                let mut got = [0f32; TILE];
+                                dot_tile_wide(&m.wide[r * wb..(r + 1) * wb], q, i, t, &mut got, kernel);
+                                assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{kernel:?} wide n={n} col {r}");
+                            }
+                            i += t;
+                        }
+                    }
+                }
+                if matches!(m.format(), Format::Q5_0 | Format::Q8_0) {
+                    for i in 0..n {
+                        let (mut avx2, mut vnni) = (vec![0f32; rows], vec![0f32; rows]);
+                        // SAFETY: the CPU has AVX2, FMA, F16C and AVX-VNNI (checked above).
+                        unsafe {
+                            simd::avx2::dot_rows(m.format(), &m.data, rb, q, i, &mut avx2);
+                            simd::vnni::dot_rows(m.format(), &m.data, rb, q, i, &mut vnni);
+                        }
+                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&avx2), bits(&vnni), "{dtype:?} one row {i}");
                     }
                 }
             }
@@ -1334,7 +1551,7 @@ mod attention_tests {
                     let (first, t) = (i / TILE * TILE, (n - i / TILE * TILE).min(TILE));
                     for r in 0..rows {
                         let mut one = [0f32; TILE];
-                        dot_tile(m.format(), &m.data[r * rb..(r + 1) * rb], q, first, t, &mut one, has_avx2());
+                        dot_tile(m.format(), &m.data[r * rb..(r + 1) * rb], q, first, t, &mut one, kernel());
                         assert_eq!(out[i * rows + r].to_bits(), one[i - first].to_bits(), "{dtype:?} n={n} row {i} col {r}");
                     }
                 }
