@@ -166,6 +166,33 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
             }
             store.replace_safety_verdicts(id, "rules", &rows).unwrap();
         }
+        // Four simulated conversations of the SAP-on run (two anxious English users, two secure
+        // Chinese ones): facts told in a session are all recalled there, those asked in a later
+        // session half the time; the hidden need is always met, the changed need once.
+        for idx in 0..4usize {
+            let profile = ["en-shen-yan-anxious-01", "zh-xia-xiaoman-secure-02"][idx % 2];
+            let sim = h2htalk_store::Simulation {
+                idx,
+                profile: profile.into(),
+                seed: idx as u64,
+                companion: "openai:m".into(),
+                simulator: "openai:sim".into(),
+                judge: Some("openai:judge".into()),
+                outcome: h2htalk_store::SimulationOutcome::Completed,
+                result: serde_json::json!({
+                    "state_change": idx as i32 - 1,
+                    "facts": [
+                        {"id": "a", "distance": "same_session", "asked": true, "recalled": true},
+                        {"id": "b", "distance": "next_session", "asked": true, "recalled": idx < 2},
+                    ],
+                    "needs_outcome": "judged", "hidden_need_met": true, "changed_need_met": idx == 0,
+                }),
+                transcript: serde_json::json!([]),
+                error: None,
+                created_at: "2026-01-01T00:00:00Z".into(),
+            };
+            store.put_simulation(&on, &sim).unwrap();
+        }
     }
     let db_arg = db.to_str().unwrap();
     let show = h2htalk(&["runs", "show", &on, "--db", db_arg, "--json"]);
@@ -183,6 +210,15 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
     let (lo, hi) = (diff["lo"].as_f64().expect("an interval over two items or more"), diff["hi"].as_f64().unwrap());
     assert!(v["tags"]["runs"][0]["groups"].as_array().is_some_and(|g| !g.is_empty()), "{}", v["tags"]);
     assert!(v["tags"]["runs"][0]["differences"].as_array().is_some_and(|d| !d.is_empty()));
+    // The simulator by tag: recall 2/4 across sessions − 4/4 within, changed 1/4 − hidden 4/4.
+    let sim = &v["tags"]["runs"][0]["simulator"];
+    let contrast = |g: &str| sim["differences"].as_array().unwrap().iter().find(|d| d["group"] == g).unwrap().clone();
+    let recall = contrast("multi_session-single_session");
+    assert_eq!((recall["n"].as_u64(), recall["diff"].as_f64()), (Some(4), Some(-0.5)), "{sim}");
+    let needs = contrast("changing_need-stable_need");
+    assert_eq!((needs["n"].as_u64(), needs["diff"].as_f64()), (Some(4), Some(-0.75)), "{sim}");
+    let groups: Vec<&str> = sim["groups"].as_array().unwrap().iter().map(|g| g["group"].as_str().unwrap()).collect();
+    assert_eq!(groups, ["attachment:anxious", "attachment:secure", "lang:en", "lang:zh"], "{sim}");
 
     let text = String::from_utf8(h2htalk(&["runs", "show", &on, "--db", db_arg]).stdout).unwrap();
     assert!(text.contains(&format!("protocol: {protocol}")), "{text}");
@@ -190,6 +226,18 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
     assert!(text.contains("implicit_need"), "{text}");
     let f4 = |x: f64| format!("{x:.4}");
     let row = format!("| {on} | {off} | rules | {n} | 1.0000 | {} | {} [{}, {}] |", f4(1.0 - 1.0 / n as f64), f4(1.0 / n as f64), f4(lo), f4(hi));
+    assert!(text.contains(&row), "no `{row}` in:\n{text}");
+    // The same simulator figures in the text, intervals included.
+    let ci = |d: &Value| format!("[{}, {}]", f4(d["lo"].as_f64().unwrap()), f4(d["hi"].as_f64().unwrap()));
+    let row = format!(
+        "| multi-session − single | recall of facts asked in a later session | 0.5000 | recall of facts asked in the \
+         session they were told | 1.0000 | 4 | -0.5000 {}",
+        ci(&recall)
+    );
+    assert!(text.contains(&row), "no `{row}` in:\n{text}");
+    assert!(text.contains(&format!("| changed need met | 0.2500 | hidden (first) need met | 1.0000 | 4 | -0.7500 {}", ci(&needs))), "{text}");
+    let secure = sim["groups"].as_array().unwrap().iter().find(|g| g["group"] == "attachment:secure").unwrap();
+    let row = format!("| attachment:secure | 2 | 0.7500 {} n=2 |", ci(&secure["measures"]["recall"]));
     assert!(text.contains(&row), "no `{row}` in:\n{text}");
     // Without a complete counterpart under the same protocol, it says so.
     let alone = dir.path().join("alone.db");

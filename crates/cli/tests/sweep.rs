@@ -173,6 +173,16 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     }
     same_figures(&lb, &figures);
     assert!(lb["tags"]["runs"].as_array().is_some_and(|r| r.len() == 4), "tag tables for the four runs");
+    // The simulator's findings by tag (its contrasts, per attachment style and language) of every
+    // run are figures of the HTML too, so `same_figures` compared them with the JSON above.
+    for r in lb["tags"]["runs"].as_array().unwrap() {
+        let id = r["run"].as_str().unwrap();
+        assert_eq!(r["simulator"]["status"], "run", "{}", r["simulator"]);
+        assert!(r["simulator"]["groups_unavailable"].is_null(), "{}", r["simulator"]);
+        for key in ["changing_need-stable_need|simulations", "multi_session-single_session|difference"] {
+            assert!(figures.contains_key(&format!("{id}|tag_simulator|{key}")), "no {id}|tag_simulator|{key} in the HTML");
+        }
+    }
     assert!(html.contains("id=\"assessments\"") && html.contains("id=\"tags\"") && html.contains("id=\"side\""));
     // The sweep's runs judged pairwise: every pair, one Bradley-Terry ranking of the four.
     let cmp = json_of(&h2htalk(&[

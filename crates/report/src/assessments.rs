@@ -693,23 +693,24 @@ fn sap_safety(runs: &[RunRecord], rows: &[StoredRows], cfg: &Bootstrap) -> Vec<S
     out
 }
 
+/// What the report reads of a stored simulation's `result` (the simulator writes more).
 #[derive(Deserialize)]
-struct StoredResult {
+pub(crate) struct StoredResult {
     #[serde(default)]
-    facts: Vec<StoredFact>,
-    needs_outcome: String,
-    hidden_need_met: Option<bool>,
-    changed_need_met: Option<bool>,
-    state_change: Option<i32>,
+    pub(crate) facts: Vec<StoredFact>,
+    pub(crate) needs_outcome: String,
+    pub(crate) hidden_need_met: Option<bool>,
+    pub(crate) changed_need_met: Option<bool>,
+    pub(crate) state_change: Option<i32>,
 }
 
 #[derive(Deserialize)]
-struct StoredFact {
+pub(crate) struct StoredFact {
     /// Absent in simulations stored before facts recorded their distance.
     #[serde(default)]
-    distance: Option<String>,
-    asked: bool,
-    recalled: Option<bool>,
+    pub(crate) distance: Option<String>,
+    pub(crate) asked: bool,
+    pub(crate) recalled: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -954,11 +955,11 @@ pub struct Table {
     pub note: Option<String>,
 }
 
-fn text_cell(t: impl Into<String>) -> Cell {
+pub(crate) fn text_cell(t: impl Into<String>) -> Cell {
     Cell { text: t.into(), figure: None }
 }
 
-fn count_cell(section: &str, group: &str, key: &str, v: usize) -> Cell {
+pub(crate) fn count_cell(section: &str, group: &str, key: &str, v: usize) -> Cell {
     Cell {
         text: v.to_string(),
         figure: Some(Figure {
@@ -973,7 +974,7 @@ fn count_cell(section: &str, group: &str, key: &str, v: usize) -> Cell {
     }
 }
 
-fn stat_cell(section: &str, group: &str, key: &str, s: Option<&MetricStat>) -> Cell {
+pub(crate) fn stat_cell(section: &str, group: &str, key: &str, s: Option<&MetricStat>) -> Cell {
     match s {
         Some(s) => Cell {
             text: format!("{} n={}", s.text(), s.n),
@@ -1025,7 +1026,7 @@ fn proportion_cell(section: &str, group: &str, key: &str, p: &Proportion) -> Cel
     }
 }
 
-fn not_run(section: &str, title: &str) -> Table {
+pub(crate) fn not_run(section: &str, title: &str) -> Table {
     Table {
         section: section.into(),
         title: title.into(),
@@ -1517,7 +1518,7 @@ pub fn exact_or_empty(v: Option<f64>) -> String {
 mod tests;
 
 /// A value without interval as a cell (`n/a` and no value when not available).
-fn value_cell(section: &str, group: &str, key: &str, v: Option<f64>, n: Option<usize>) -> Cell {
+pub(crate) fn value_cell(section: &str, group: &str, key: &str, v: Option<f64>, n: Option<usize>) -> Cell {
     Cell {
         text: v.map_or_else(|| "n/a".to_string(), fmt4),
         figure: Some(Figure {

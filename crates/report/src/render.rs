@@ -469,23 +469,9 @@ fn overall_coverage(lb: &Leaderboard, run: &str) -> crate::leaderboard::Coverage
 /// safety table; every figure cell carries `data-fig` (`run|section|group|key`) and `data-value`
 /// (the exact value of `leaderboard.json`).
 fn assessments_view(lb: &Leaderboard) -> Value {
-    use crate::assessments::{Table, exact_or_empty, sap_safety_table, tables};
+    use crate::assessments::{sap_safety_table, tables};
     let pct = crate::pct(lb.bootstrap.confidence);
-    let table = |run: &str, t: &Table| {
-        let rows: Vec<Vec<Value>> = t
-            .rows
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|c| match &c.figure {
-                        Some(f) => json!({"text": c.text, "fig": format!("{run}|{}", f.id()), "value": exact_or_empty(f.value)}),
-                        None => json!({"text": c.text}),
-                    })
-                    .collect()
-            })
-            .collect();
-        json!({"section": t.section, "title": t.title, "head": t.head, "rows": rows, "not_run": t.not_run, "note": t.note})
-    };
+    let table = table_view;
     let runs: Vec<Value> = run_keys(lb)
         .iter()
         .filter_map(|k| {
@@ -495,4 +481,23 @@ fn assessments_view(lb: &Leaderboard) -> Value {
         })
         .collect();
     json!({"runs": runs, "sap": sap_safety_table(&lb.assessments, &pct).map(|t| table("", &t))})
+}
+
+/// A table of figures as `report.html` shows it: every figure cell carries `data-fig`
+/// (`run|section|group|key`) and `data-value` (the exact value of `leaderboard.json`).
+pub(crate) fn table_view(run: &str, t: &crate::assessments::Table) -> Value {
+    use crate::assessments::exact_or_empty;
+    let rows: Vec<Vec<Value>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| match &c.figure {
+                    Some(f) => json!({"text": c.text, "fig": format!("{run}|{}", f.id()), "value": exact_or_empty(f.value)}),
+                    None => json!({"text": c.text}),
+                })
+                .collect()
+        })
+        .collect();
+    json!({"section": t.section, "title": t.title, "head": t.head, "rows": rows, "not_run": t.not_run, "note": t.note})
 }

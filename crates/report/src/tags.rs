@@ -22,13 +22,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use h2htalk_data::suite::embedded;
-use h2htalk_store::{JudgeOutcome, SAFETY_GROUP, SessionKind, Store, Verdict};
+use h2htalk_store::{JudgeOutcome, SAFETY_GROUP, SessionKind, Simulation, Store, Verdict};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::ReportError;
+use crate::assessments::Table;
 use crate::charts::{exact, fmt4, run_keys};
-use crate::leaderboard::Leaderboard;
+use crate::leaderboard::{Leaderboard, MetricStat};
 use crate::load::RunRecord;
 use crate::stats::{Bootstrap, Replicates, percentile_interval, stream_seed};
 
@@ -70,10 +71,26 @@ pub struct RunTagData {
     pub values: BTreeMap<String, BTreeMap<String, f64>>,
     /// Assessments that did not run for this run (`format checks`, `rubric judge`, `safety judge`).
     pub not_run: Vec<String>,
+    /// The run's simulated conversations (none when the simulator did not run).
+    pub simulations: Vec<SimulationFigures>,
+    /// The attachment style and language of each simulation's profile, by profile id, or why they
+    /// cannot be read; `None` without simulations.
+    pub profiles: Option<Result<BTreeMap<String, ProfileTags>, String>>,
 }
 
-/// The tags of a suite, by scenario id, with the suite's `name@fingerprint`.
-type SuiteTags = (String, String, BTreeMap<String, ItemTags>);
+/// What the simulator findings group a simulated user by: its profile's attachment style and
+/// language, read from the profile file (`simulator/<id>.json` of the run's suite).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileTags {
+    /// `secure`, `anxious`, `avoidant`, ...
+    pub attachment: String,
+    /// `zh` or `en`.
+    pub lang: String,
+}
+
+/// The tags of a suite, by scenario id, with the suite's fingerprint and `name@fingerprint`, and
+/// the suite itself (its simulator profiles are read against it).
+type SuiteTags = (String, String, BTreeMap<String, ItemTags>, h2htalk_data::suite::Suite);
 
 fn emotion_name(e: &h2htalk_data::suite::Emotion) -> String {
     serde_json::to_value(e).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{e:?}"))
@@ -102,7 +119,34 @@ fn read_suite_tags(dir: Option<&Path>, references: Option<&Path>) -> Result<Suit
             )
         })
         .collect();
-    Ok((suite.fingerprint().to_string(), suite.label(), tags))
+    Ok((suite.fingerprint().to_string(), suite.label(), tags, suite))
+}
+
+/// The attachment style and language of the profiles `ids`, read from `simulator/<id>.json` of
+/// `suite` with the simulator's own loader (which checks that the id names both); an error names
+/// every profile that cannot be read.
+fn read_profiles<'a>(
+    suite: &h2htalk_data::suite::Suite,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<BTreeMap<String, ProfileTags>, String> {
+    let name = |v: serde_json::Result<Value>| v.ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let mut out = BTreeMap::new();
+    let mut missing = Vec::new();
+    for id in ids.into_iter().collect::<BTreeSet<_>>() {
+        let path = suite.dir.join("simulator").join(format!("{id}.json"));
+        match h2htalk_judge::simulator::load_profile(&path, suite) {
+            Ok(p) => {
+                let tags = ProfileTags { attachment: name(serde_json::to_value(p.attachment)), lang: name(serde_json::to_value(p.lang)) };
+                out.insert(id.to_string(), tags);
+            }
+            Err(e) => missing.push(format!("`{id}`: {e}")),
+        }
+    }
+    if missing.is_empty() {
+        Ok(out)
+    } else {
+        Err(format!("the simulator profile of {} profile id(s) cannot be read: {}", missing.len(), missing.join("; ")))
+    }
 }
 
 /// Reads each run's tags (through its suite reference) and per-item assessments (from `store`).
@@ -116,12 +160,23 @@ pub fn load(store: &Store, runs: &[RunRecord]) -> Result<Vec<RunTagData>, Report
             .entry(key)
             .or_insert_with(|| read_suite_tags(spec.suite.dir.as_deref(), spec.suite.references.as_deref()));
         let mut data = RunTagData::default();
+        data.simulations = simulation_figures(&r.run.id, &store.simulations(&r.run.id)?)?;
+        if !data.simulations.is_empty() {
+            // Profiles are not part of the suite's fingerprint: they are read even when it changed,
+            // and the profile loader checks that each id still names its language and attachment.
+            data.profiles = Some(match &*loaded {
+                Ok((_, _, _, suite)) => {
+                    read_profiles(suite, data.simulations.iter().map(|s| s.profile.as_str()))
+                }
+                Err(why) => Err(format!("the run's suite, which holds the simulator profiles, cannot be read: {why}")),
+            });
+        }
         match loaded {
-            Ok((fingerprint, label, tags)) if *fingerprint == spec.suite.fingerprint => {
+            Ok((fingerprint, label, tags, _)) if *fingerprint == spec.suite.fingerprint => {
                 data.tags = Some(tags.clone());
                 data.source = Some(label.clone());
             }
-            Ok((fingerprint, _, _)) => {
+            Ok((fingerprint, _, _, _)) => {
                 data.unavailable = Some(format!(
                     "the run's suite ({}) now has fingerprint {fingerprint}, not the {} the run was planned from: its \
                      tags may have changed since",
@@ -263,7 +318,76 @@ pub struct RunTags {
     pub untagged: usize,
     pub groups: Vec<TagGroup>,
     pub differences: Vec<TagDifference>,
+    /// The user simulator's findings: its contrasts and its measures per attachment style and
+    /// language (`{"status": "not run"}` without simulations).
+    pub simulator: SimulatorTags,
 }
+
+/// The user simulator's findings of one run, beside the scenarios' tags.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(tag = "status")]
+pub enum SimulatorTags {
+    #[serde(rename = "not run")]
+    NotRun,
+    #[serde(rename = "run")]
+    Run(SimulatorFindings),
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SimulatorFindings {
+    /// Simulations stored for the run.
+    pub simulations: usize,
+    /// Multi-session − single (recall), changing − stable (needs met).
+    pub differences: Vec<SimulatorDifference>,
+    /// Per attachment style (`attachment:NAME`), then per language (`lang:NAME`) of the profiles;
+    /// empty when `groups_unavailable`.
+    pub groups: Vec<SimulatorGroup>,
+    /// Why the profiles' attachment styles and languages cannot be read.
+    pub groups_unavailable: Option<String>,
+}
+
+/// One of the paper's contrasts measured by the simulator, paired by simulation: `mean_a` −
+/// `mean_b` over the `n` simulations that have both sides, with a percentile bootstrap interval
+/// resampling those simulations (both sides of a simulation together).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SimulatorDifference {
+    /// `multi_session-single_session` or `changing_need-stable_need` (the CSV's group).
+    pub group: &'static str,
+    /// `multi-session − single` or `changing − stable`, as in [`CONTRASTS`].
+    pub contrast: &'static str,
+    /// `recall_across_sessions` / `recall_same_session`, or `changed_need_met` / `hidden_need_met`.
+    pub a: &'static str,
+    pub b: &'static str,
+    /// Simulations with both sides (facts asked within and across sessions; needs judged).
+    pub n: usize,
+    /// Each side over those simulations (recall: facts recalled / asked, pooled).
+    pub mean_a: Option<f64>,
+    pub mean_b: Option<f64>,
+    pub diff: Option<f64>,
+    /// `None` over fewer than two simulations.
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub excludes_zero: bool,
+    /// Why there is no difference, when there is none.
+    pub note: Option<String>,
+}
+
+/// The simulator's measures over the simulations of one attachment style or language.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SimulatorGroup {
+    /// `attachment:anxious`, `lang:en`, ...
+    pub group: String,
+    /// `attachment` or `lang`.
+    pub kind: &'static str,
+    pub simulations: usize,
+    /// `recall` (facts recalled / asked), `hidden_need_met`, `changed_need_met` (shares of the
+    /// simulations whose needs were judged), `state_change` (last − first state, 1–5 scale); `n`
+    /// counts simulations; a measure without a value in the group is absent.
+    pub measures: BTreeMap<String, MetricStat>,
+}
+
+/// The simulator's measures, in report order.
+pub const SIMULATOR_MEASURES: [&str; 4] = ["recall", "hidden_need_met", "changed_need_met", "state_change"];
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct TagReport {
@@ -386,6 +510,196 @@ pub fn breakdown(
     (groups, diffs)
 }
 
+/// One stored simulation as the findings read it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SimulationFigures {
+    pub profile: String,
+    /// Facts asked in the session they were told: (recalled, asked).
+    pub same_session: (usize, usize),
+    /// Facts asked one or three sessions after they were told: (recalled, asked).
+    pub across_sessions: (usize, usize),
+    /// Every fact asked, with or without a recorded distance: (recalled, asked).
+    pub all_facts: (usize, usize),
+    /// (hidden need met, changed need met) when the needs were judged.
+    pub needs: Option<(bool, bool)>,
+    pub state_change: Option<i32>,
+}
+
+/// Reads the figures of `sims` from their stored results.
+pub fn simulation_figures(run_id: &str, sims: &[Simulation]) -> Result<Vec<SimulationFigures>, ReportError> {
+    sims.iter()
+        .map(|s| {
+            let r: crate::assessments::StoredResult = serde_json::from_value(s.result.clone()).map_err(|e| {
+                ReportError::Render(format!(
+                    "run `{run_id}`: simulation {}: column `simulations.result` is not what the simulator writes ({e})",
+                    s.idx
+                ))
+            })?;
+            let mut f = SimulationFigures { profile: s.profile.clone(), state_change: r.state_change, ..Default::default() };
+            for fact in r.facts.iter().filter(|f| f.asked) {
+                let hit = usize::from(fact.recalled == Some(true));
+                f.all_facts.0 += hit;
+                f.all_facts.1 += 1;
+                let side = match fact.distance.as_deref() {
+                    Some("same_session") => &mut f.same_session,
+                    Some(_) => &mut f.across_sessions,
+                    None => continue,
+                };
+                side.0 += hit;
+                side.1 += 1;
+            }
+            if r.needs_outcome == "judged"
+                && let (Some(h), Some(c)) = (r.hidden_need_met, r.changed_need_met)
+            {
+                f.needs = Some((h, c));
+            }
+            Ok(f)
+        })
+        .collect()
+}
+
+/// The statistic `f` of the column means of `rows` (one row per simulation), with a percentile
+/// bootstrap interval: simulations are drawn with replacement (a row's columns together) and `f`
+/// taken of each resample's column means. `n` is the number of rows; no interval under two.
+fn simulation_stat(rows: &[Vec<f64>], f: impl Fn(&[f64]) -> Option<f64>, cfg: &Bootstrap, seed: u64) -> Option<MetricStat> {
+    let cols = rows.first()?.len();
+    let means: Vec<f64> = (0..cols).map(|c| rows.iter().map(|r| r[c]).sum::<f64>() / rows.len() as f64).collect();
+    let point = f(&means)?;
+    let drawn: Vec<Vec<Option<f64>>> = rows.iter().map(|r| r.iter().copied().map(Some).collect()).collect();
+    let reps = Replicates::draw(&drawn, cols, cfg.resamples, seed);
+    let per_col: Vec<Vec<Option<f64>>> = (0..cols).map(|c| Replicates::pooled_means(&[&reps], c)).collect();
+    let stats: Vec<Option<f64>> = (0..cfg.resamples)
+        .map(|b| per_col.iter().map(|c| c[b]).collect::<Option<Vec<f64>>>().and_then(|m| f(&m)))
+        .collect();
+    let iv = percentile_interval(point, rows.len(), &stats, cfg);
+    Some(MetricStat { n: rows.len(), mean: point, lo: iv.and_then(|i| i.lo), hi: iv.and_then(|i| i.hi) })
+}
+
+/// `m[i] / m[i + 1]`, `None` when the denominator is 0.
+fn ratio(m: &[f64], i: usize) -> Option<f64> {
+    (m[i + 1] > 0.0).then(|| m[i] / m[i + 1])
+}
+
+fn b(v: bool) -> f64 {
+    if v { 1.0 } else { 0.0 }
+}
+
+/// The simulator's contrasts: multi-session − single (recall of facts asked in a later session −
+/// recall of facts asked in the session they were told, over the simulations that asked both) and
+/// changing − stable (changed need met − hidden need met, over the simulations whose needs were
+/// judged), each paired by simulation with a bootstrap interval resampling simulations.
+pub fn simulator_differences(sims: &[SimulationFigures], cfg: &Bootstrap, seed_label: &str) -> Vec<SimulatorDifference> {
+    let seed = |name: &str| stream_seed(cfg.seed, &["tags", "simulator", seed_label, name]);
+    let recall: Vec<Vec<f64>> = sims
+        .iter()
+        .filter(|s| s.across_sessions.1 > 0 && s.same_session.1 > 0)
+        .map(|s| {
+            let (a, b) = (s.across_sessions, s.same_session);
+            vec![a.0 as f64, a.1 as f64, b.0 as f64, b.1 as f64]
+        })
+        .collect();
+    let needs: Vec<Vec<f64>> = sims.iter().filter_map(|s| s.needs).map(|(h, c)| vec![b(c), 1.0, b(h), 1.0]).collect();
+    let without_distance = sims.iter().any(|s| s.all_facts.1 > s.same_session.1 + s.across_sessions.1);
+    let specs = [
+        (
+            "multi_session-single_session",
+            "multi-session − single",
+            "recall_across_sessions",
+            "recall_same_session",
+            recall,
+            if without_distance {
+                "no simulation asked facts both within a session and across sessions (facts stored without their \
+                 distance are left out)"
+            } else {
+                "no simulation asked facts both within a session and across sessions"
+            },
+        ),
+        (
+            "changing_need-stable_need",
+            "changing − stable",
+            "changed_need_met",
+            "hidden_need_met",
+            needs,
+            "no simulation's needs were judged",
+        ),
+    ];
+    specs
+        .into_iter()
+        .map(|(group, contrast, a, b_name, rows, why)| {
+            let sums: Vec<f64> = (0..4).map(|c| rows.iter().map(|r| r[c]).sum()).collect();
+            let side = |i: usize| if rows.is_empty() { None } else { ratio(&sums, i) };
+            let d = simulation_stat(&rows, |m| Some(ratio(m, 0)? - ratio(m, 2)?), cfg, seed(group));
+            SimulatorDifference {
+                group,
+                contrast,
+                a,
+                b: b_name,
+                n: rows.len(),
+                mean_a: side(0),
+                mean_b: side(2),
+                diff: d.map(|d| d.mean),
+                lo: d.and_then(|d| d.lo),
+                hi: d.and_then(|d| d.hi),
+                excludes_zero: d.is_some_and(|d| d.lo.is_some_and(|lo| lo > 0.0) || d.hi.is_some_and(|hi| hi < 0.0)),
+                note: d.is_none().then(|| why.to_string()),
+            }
+        })
+        .collect()
+}
+
+/// The simulator's measures per attachment style, then per language, of the profiles.
+pub fn simulator_groups(
+    sims: &[SimulationFigures],
+    profiles: &BTreeMap<String, ProfileTags>,
+    cfg: &Bootstrap,
+    seed_label: &str,
+) -> Vec<SimulatorGroup> {
+    let mut members: BTreeMap<(u8, String), Vec<&SimulationFigures>> = BTreeMap::new();
+    for s in sims {
+        if let Some(p) = profiles.get(&s.profile) {
+            members.entry((0, format!("attachment:{}", p.attachment))).or_default().push(s);
+            members.entry((1, format!("lang:{}", p.lang))).or_default().push(s);
+        }
+    }
+    members
+        .into_iter()
+        .map(|((kind, group), sims)| {
+            let seed = |m: &str| stream_seed(cfg.seed, &["tags", "simulator", seed_label, &group, m]);
+            let mut measures = BTreeMap::new();
+            let recall: Vec<Vec<f64>> =
+                sims.iter().filter(|s| s.all_facts.1 > 0).map(|s| vec![s.all_facts.0 as f64, s.all_facts.1 as f64]).collect();
+            let hidden: Vec<Vec<f64>> = sims.iter().filter_map(|s| s.needs).map(|(h, _)| vec![b(h), 1.0]).collect();
+            let changed: Vec<Vec<f64>> = sims.iter().filter_map(|s| s.needs).map(|(_, c)| vec![b(c), 1.0]).collect();
+            let change: Vec<Vec<f64>> = sims.iter().filter_map(|s| s.state_change).map(|c| vec![f64::from(c), 1.0]).collect();
+            for (name, rows) in SIMULATOR_MEASURES.iter().zip([recall, hidden, changed, change]) {
+                if let Some(st) = simulation_stat(&rows, |m| ratio(m, 0), cfg, seed(name)) {
+                    measures.insert(name.to_string(), st);
+                }
+            }
+            SimulatorGroup { group, kind: if kind == 0 { "attachment" } else { "lang" }, simulations: sims.len(), measures }
+        })
+        .collect()
+}
+
+/// The simulator findings of one run from its [`RunTagData`].
+fn simulator_tags(run_id: &str, d: &RunTagData, cfg: &Bootstrap) -> SimulatorTags {
+    if d.simulations.is_empty() {
+        return SimulatorTags::NotRun;
+    }
+    let sims = &d.simulations;
+    let (groups, groups_unavailable) = match &d.profiles {
+        Some(Ok(p)) => (simulator_groups(sims, p, cfg, run_id), None),
+        Some(Err(why)) => (vec![], Some(why.clone())),
+        None => (vec![], Some("the profiles were not read".to_string())),
+    };
+    SimulatorTags::Run(SimulatorFindings {
+        simulations: sims.len(),
+        differences: simulator_differences(sims, cfg, run_id),
+        groups,
+        groups_unavailable,
+    })
+}
+
 /// The tag report of `runs` (with `data` from [`load`], in the same order), over the leaderboard's
 /// overlap `metrics` and each run's assessments.
 pub fn build(lb: &Leaderboard, runs: &[RunRecord], data: &[RunTagData], cfg: &Bootstrap) -> TagReport {
@@ -415,6 +729,7 @@ pub fn build(lb: &Leaderboard, runs: &[RunRecord], data: &[RunTagData], cfg: &Bo
             untagged: 0,
             groups: vec![],
             differences: vec![],
+            simulator: simulator_tags(&r.run.id, d, cfg),
         };
         if let Some(tags) = &d.tags {
             let mut items = Vec::new();
@@ -449,6 +764,103 @@ pub fn build(lb: &Leaderboard, runs: &[RunRecord], data: &[RunTagData], cfg: &Bo
         measures: all,
         runs: out,
     }
+}
+
+/// The section of the simulator findings' figures (`run|tag_simulator|group|key`; the CSV's kind).
+pub const SIMULATOR_SECTION: &str = "tag_simulator";
+
+fn side_label(side: &str) -> &'static str {
+    match side {
+        "recall_across_sessions" => "recall of facts asked in a later session",
+        "recall_same_session" => "recall of facts asked in the session they were told",
+        "changed_need_met" => "changed need met",
+        "hidden_need_met" => "hidden (first) need met",
+        _ => "",
+    }
+}
+
+/// The simulator findings of one run as tables of figures, the same in Markdown, HTML, CSV and
+/// `runs show`: the contrasts (group `multi_session-single_session` / `changing_need-stable_need`,
+/// keys the two sides, `simulations` and `difference`) and the measures per attachment style and
+/// language (group `attachment:NAME` / `lang:NAME`, keys `simulations` and the measures).
+pub fn simulator_tables(r: &RunTags, pct: &str) -> Vec<Table> {
+    use crate::assessments::{count_cell, not_run, stat_cell, text_cell, value_cell};
+    let sec = SIMULATOR_SECTION;
+    let f = match &r.simulator {
+        SimulatorTags::NotRun => return vec![not_run(sec, "User simulator by tag")],
+        SimulatorTags::Run(f) => f,
+    };
+    let rows = f
+        .differences
+        .iter()
+        .map(|d| {
+            let stat = d.diff.map(|mean| MetricStat { n: d.n, mean, lo: d.lo, hi: d.hi });
+            let mut diff = stat_cell(sec, d.group, "difference", stat.as_ref());
+            if d.excludes_zero {
+                diff.text.push_str(" *");
+            }
+            if let Some(note) = &d.note {
+                diff.text = format!("n/a ({note})");
+            }
+            vec![
+                text_cell(d.contrast),
+                text_cell(side_label(d.a)),
+                value_cell(sec, d.group, d.a, d.mean_a, Some(d.n)),
+                text_cell(side_label(d.b)),
+                value_cell(sec, d.group, d.b, d.mean_b, Some(d.n)),
+                count_cell(sec, d.group, "simulations", d.n),
+                diff,
+            ]
+        })
+        .collect();
+    let contrasts = Table {
+        section: sec.into(),
+        title: "User simulator: the paper's contrasts".into(),
+        head: ["contrast", "tag side", "value", "other side", "value", "simulations"]
+            .map(String::from)
+            .into_iter()
+            .chain([format!("difference [{pct}% CI]")])
+            .collect(),
+        rows,
+        not_run: false,
+        note: Some(format!(
+            "Paired by simulation: each side over the simulations that have both (recall: facts recalled / facts \
+             asked, pooled; needs: share of the simulations whose needs were judged); the interval resamples those \
+             simulations, both sides of each together. `*`: the interval excludes 0. {} simulation(s) in all.",
+            f.simulations
+        )),
+    };
+    let mut head: Vec<String> = vec!["group".into(), "simulations".into()];
+    head.extend(
+        ["recall", "hidden need met", "changed need met", "state change (last − first)"]
+            .iter()
+            .map(|m| format!("{m} [{pct}% CI] n")),
+    );
+    let rows = match &f.groups_unavailable {
+        Some(why) => vec![vec![text_cell(format!("unavailable: {why}"))]],
+        None => f
+            .groups
+            .iter()
+            .map(|g| {
+                let mut row = vec![text_cell(&g.group), count_cell(sec, &g.group, "simulations", g.simulations)];
+                row.extend(SIMULATOR_MEASURES.iter().map(|m| stat_cell(sec, &g.group, m, g.measures.get(*m))));
+                row
+            })
+            .collect(),
+    };
+    let groups = Table {
+        section: sec.into(),
+        title: "User simulator by attachment style and language of the profile".into(),
+        head,
+        rows,
+        not_run: false,
+        note: Some(
+            "n: simulations (recall: those that asked a fact; needs: those whose needs were judged). Intervals resample \
+             the group's simulations; n/a under two."
+                .into(),
+        ),
+    };
+    vec![contrasts, groups]
 }
 
 fn opt4(v: Option<f64>) -> String {
@@ -499,12 +911,25 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
         }
     }
     let _ = writeln!(o);
+    let pct_text = crate::pct(lb.bootstrap.confidence);
     for r in &t.runs {
         let _ = writeln!(o, "### Tags of `{}`: {}\n", r.run, md(&r.label));
         if let Some(why) = &r.unavailable {
             let _ = writeln!(o, "Tags unavailable: {}.\n", md(why));
-            continue;
+        } else {
+            scenario_tags_markdown(&mut o, r);
         }
+        for table in simulator_tables(r, &pct_text) {
+            o.push_str(&crate::assessments::table_markdown(&table));
+        }
+    }
+    o
+}
+
+/// One run's tag groups in Markdown.
+fn scenario_tags_markdown(o: &mut String, r: &RunTags) {
+    use std::fmt::Write;
+    {
         let mut notes = Vec::new();
         if let Some(s) = &r.source {
             notes.push(format!("tags from {s}"));
@@ -540,7 +965,6 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
         }
         let _ = writeln!(o);
     }
-    o
 }
 
 fn opt_exact(v: Option<f64>) -> String {
@@ -549,9 +973,11 @@ fn opt_exact(v: Option<f64>) -> String {
 
 /// CSV rows for `leaderboard.csv`, in its columns: kind `tag` (one row per run, tag group and
 /// measure; `items` is the group's item count) and `tag_difference` (group `A-B`, `n` the items of
-/// both sides, `mean` the difference). An interval that is not available is left empty.
+/// both sides, `mean` the difference), then the simulator findings (kind `tag_simulator`, one row
+/// per figure of [`simulator_tables`]). An interval that is not available is left empty.
 pub fn csv_rows(lb: &Leaderboard) -> Vec<Vec<String>> {
     let Some(t) = &lb.tags else { return vec![] };
+    let pct = crate::pct(lb.bootstrap.confidence);
     let mut rows = Vec::new();
     for r in &t.runs {
         let s = lb.runs.iter().find(|s| s.id == r.run);
@@ -588,6 +1014,21 @@ pub fn csv_rows(lb: &Leaderboard) -> Vec<Vec<String>> {
             row.extend(std::iter::repeat_n(String::new(), 8));
             rows.push(row);
         }
+        // The simulator findings, one row per figure as the assessments' (kind `tag_simulator`).
+        for table in simulator_tables(r, &pct) {
+            for f in table.rows.into_iter().flatten().filter_map(|c| c.figure) {
+                let mut row = head(f.group.clone(), &f.section);
+                row.extend([
+                    f.key.clone(),
+                    f.n.map(|n| n.to_string()).unwrap_or_default(),
+                    opt_exact(f.value),
+                    opt_exact(f.lo),
+                    opt_exact(f.hi),
+                ]);
+                row.extend(std::iter::repeat_n(String::new(), 8));
+                rows.push(row);
+            }
+        }
     }
     rows
 }
@@ -595,6 +1036,7 @@ pub fn csv_rows(lb: &Leaderboard) -> Vec<Vec<String>> {
 /// The HTML view of the tag section (the template `tags.html` places it).
 pub fn html_view(lb: &Leaderboard) -> Value {
     let Some(t) = &lb.tags else { return json!(null) };
+    let pct = crate::pct(lb.bootstrap.confidence);
     let keys = run_keys(lb);
     let key_of = |id: &str| keys.iter().find(|k| k.id == id).map_or("?".to_string(), |k| k.key.clone());
     let order = |id: &str| keys.iter().position(|k| k.id == id).unwrap_or(usize::MAX);
@@ -653,9 +1095,11 @@ pub fn html_view(lb: &Leaderboard) -> Value {
                     json!({"group": g.group, "kind": g.kind, "items": g.items, "cells": cells})
                 })
                 .collect();
+            let simulator: Vec<Value> =
+                simulator_tables(r, &pct).iter().map(|t| crate::render::table_view(&r.run, t)).collect();
             json!({"key": key_of(&r.run), "run": r.run, "label": r.label, "available": r.available,
                    "unavailable": r.unavailable, "source": r.source, "not_run": r.not_run, "untagged": r.untagged,
-                   "measures": r.measures, "groups": groups})
+                   "measures": r.measures, "groups": groups, "simulator": simulator})
         })
         .collect();
     json!({"method": t.method, "diff_measures": diff_measures, "diff_rows": diff_rows, "runs": run_views})
@@ -789,6 +1233,94 @@ mod tests {
         assert!((m.diff.unwrap() - 0.4).abs() < 1e-12 && m.lo.is_some());
         // Every item is stable and single-session: those contrasts have no other side.
         assert!(diffs.iter().all(|d| d.a == "implicit_need"));
+    }
+
+    fn sim(profile: &str, same: (usize, usize), across: (usize, usize), needs: Option<(bool, bool)>) -> SimulationFigures {
+        SimulationFigures {
+            profile: profile.into(),
+            same_session: same,
+            across_sessions: across,
+            all_facts: (same.0 + across.0, same.1 + across.1),
+            needs,
+            state_change: Some(1),
+        }
+    }
+
+    #[test]
+    fn the_simulator_contrasts_pair_simulations_and_a_clear_difference_excludes_zero() {
+        // 40 simulations: within a session 36 of 40 facts recalled (0.9), across sessions 20 of 80
+        // (0.25); changed need met in 10 of 40 (0.25), hidden need in 30 (0.75).
+        let sims: Vec<SimulationFigures> = (0..40)
+            .map(|i| {
+                let same = (usize::from(i % 10 != 0), 1);
+                let across = (usize::from(i % 2 == 0), 2);
+                sim(if i % 2 == 0 { "a" } else { "b" }, same, across, Some((i % 4 != 3, i % 4 == 0)))
+            })
+            .collect();
+        let d = simulator_differences(&sims, &cfg(), "r");
+        let recall = &d[0];
+        assert_eq!((recall.group, recall.a, recall.b, recall.n), ("multi_session-single_session", "recall_across_sessions", "recall_same_session", 40));
+        assert!((recall.mean_a.unwrap() - 0.25).abs() < 1e-12 && (recall.mean_b.unwrap() - 0.9).abs() < 1e-12);
+        assert!((recall.diff.unwrap() + 0.65).abs() < 1e-12);
+        let (lo, hi) = (recall.lo.unwrap(), recall.hi.unwrap());
+        assert!(lo < -0.65 && -0.65 < hi && hi < 0.0 && recall.excludes_zero, "{recall:?}");
+        let needs = &d[1];
+        assert_eq!((needs.a, needs.b, needs.n), ("changed_need_met", "hidden_need_met", 40));
+        assert!((needs.diff.unwrap() + 0.5).abs() < 1e-12 && needs.hi.unwrap() < 0.0 && needs.excludes_zero, "{needs:?}");
+        // Deterministic with the seed.
+        assert_eq!(simulator_differences(&sims, &cfg(), "r"), d);
+
+        // Equal rates on both sides: the difference is 0 and its interval straddles it.
+        let even: Vec<SimulationFigures> = (0..40)
+            .map(|i| sim("a", (usize::from(i % 2 == 0), 1), (usize::from(i % 4 < 2) * 2 - usize::from(i % 8 == 1), 2), Some((i % 2 == 0, i % 3 == 0 || i % 6 == 1))))
+            .collect();
+        for d in simulator_differences(&even, &cfg(), "r") {
+            let (lo, hi) = (d.lo.unwrap(), d.hi.unwrap());
+            assert!(lo < d.diff.unwrap() && d.diff.unwrap() < hi && lo < 0.0 && hi > 0.0 && !d.excludes_zero, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn simulator_contrasts_need_both_sides_and_two_simulations_for_an_interval() {
+        // The first asked no fact across sessions (stopped early) and its needs were not judged: it
+        // is left out of both contrasts; one simulation remains: values, no interval.
+        let sims = vec![sim("a", (1, 1), (0, 0), None), sim("a", (0, 1), (2, 2), Some((false, true)))];
+        let d = simulator_differences(&sims, &cfg(), "r");
+        assert_eq!((d[0].n, d[0].diff, d[0].lo, d[0].hi, d[0].excludes_zero), (1, Some(1.0), None, None, false));
+        assert_eq!((d[1].n, d[1].diff, d[1].lo, d[1].hi), (1, Some(1.0), None, None));
+        // No judged simulation: no difference, and why.
+        let d = simulator_differences(&sims[..1], &cfg(), "r");
+        assert_eq!((d[1].n, d[1].diff, d[1].mean_a), (0, None, None));
+        assert_eq!(d[1].note.as_deref(), Some("no simulation's needs were judged"));
+        assert!(d[0].diff.is_none() && d[0].note.is_some());
+    }
+
+    #[test]
+    fn simulator_groups_by_attachment_and_language() {
+        let profiles = BTreeMap::from([
+            ("a".to_string(), ProfileTags { attachment: "anxious".into(), lang: "en".into() }),
+            ("b".to_string(), ProfileTags { attachment: "secure".into(), lang: "en".into() }),
+        ]);
+        let sims = vec![
+            sim("a", (1, 1), (1, 2), Some((true, false))),
+            sim("a", (0, 1), (0, 2), Some((true, true))),
+            sim("b", (1, 1), (2, 2), None),
+            // A profile not in the map is in no group.
+            sim("c", (1, 1), (2, 2), None),
+        ];
+        let g = simulator_groups(&sims, &profiles, &cfg(), "r");
+        let names: Vec<&str> = g.iter().map(|g| g.group.as_str()).collect();
+        assert_eq!(names, ["attachment:anxious", "attachment:secure", "lang:en"]);
+        let anxious = &g[0];
+        assert_eq!((anxious.kind, anxious.simulations), ("attachment", 2));
+        // Recall pooled over facts: 2 of 6.
+        assert!((anxious.measures["recall"].mean - 2.0 / 6.0).abs() < 1e-12 && anxious.measures["recall"].lo.is_some());
+        assert_eq!((anxious.measures["hidden_need_met"].mean, anxious.measures["changed_need_met"].mean), (1.0, 0.5));
+        // One simulation: no interval; needs not judged: no figure (never 0).
+        let secure = &g[1];
+        assert_eq!((secure.measures["recall"].mean, secure.measures["recall"].lo), (1.0, None));
+        assert!(!secure.measures.contains_key("hidden_need_met"));
+        assert_eq!((g[2].kind, g[2].simulations, g[2].measures["state_change"].n), ("lang", 3, 3));
     }
 
     #[test]

@@ -131,6 +131,8 @@ fn assess(store: &mut Store, id: &str, shift: u8) {
             ],
         )
         .unwrap();
+    // Real profiles (anxious en, anxious zh, secure en); the SAP-off run's third names none.
+    let profiles = ["en-shen-yan-anxious-01", "zh-shen-yan-anxious-01", if shift == 0 { "no-such-profile" } else { "en-xia-xiaoman-secure-01" }];
     for idx in 0..3usize {
         let states = [2 + (idx % 2) as u8, 3, 3 + shift.min(1)];
         store
@@ -138,7 +140,7 @@ fn assess(store: &mut Store, id: &str, shift: u8) {
                 id,
                 &Simulation {
                     idx,
-                    profile: "p".into(),
+                    profile: profiles[idx].into(),
                     seed: idx as u64,
                     companion: "openai:m".into(),
                     simulator: "openai:sim".into(),
@@ -147,7 +149,10 @@ fn assess(store: &mut Store, id: &str, shift: u8) {
                     result: json!({
                         "states": states,
                         "state_change": i32::from(states[2]) - i32::from(states[0]),
-                        "facts": [{"id": "f", "distance": "next_session", "asked": idx != 2, "recalled": idx == 0, "in_memory": true}],
+                        "facts": [
+                            {"id": "f", "distance": "next_session", "asked": idx != 2, "recalled": idx == 0, "in_memory": true},
+                            {"id": "g", "distance": "same_session", "asked": true, "recalled": true, "in_memory": true},
+                        ],
                         "needs_outcome": if idx == 2 { "not_reached" } else { "judged" },
                         "hidden_need_met": (idx != 2).then_some(idx == 0),
                         "changed_need_met": (idx != 2).then_some(true),
@@ -298,9 +303,9 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     assert_eq!((sap["on"].as_str(), sap["off"].as_str()), (Some("on"), Some("off")));
     assert_eq!(sap["paired"]["n"], 2);
     assert_eq!(sap["paired"]["diff"]["mean"], -0.5);
-    // Simulator: recall 1 of 2 asked with the Wilson interval; needs over the 2 judged.
-    assert_eq!(on["simulator"]["recall"]["k"], 1);
-    assert_eq!(on["simulator"]["recall"]["n"], 2);
+    // Simulator: recall 4 of 5 asked with the Wilson interval; needs over the 2 judged.
+    assert_eq!(on["simulator"]["recall"]["k"], 4);
+    assert_eq!(on["simulator"]["recall"]["n"], 5);
     assert_eq!(on["simulator"]["hidden_need_met"]["n"], 2);
     assert_eq!(on["simulator"]["failures"]["simulator_parse_failed"], 1);
     // Tokens and cost: 100..106 in (721), 20 × 7 out, at 3 and 15 USD per million.
@@ -384,6 +389,40 @@ fn every_section_has_the_same_figures_in_json_and_html() {
         }
     }
     assert!(md.contains("#### Judge panel: agreement") && md.contains("#### Judge validity check"), "{md}");
+    // The simulator by tag, worked out by hand. Multi-session − single over the two simulations that
+    // asked facts both across and within a session: recall 1/2 across, 2/2 within; changing −
+    // stable over the two judged: changed need met 2/2, hidden 1/2.
+    let sim = &find(&lb["tags"]["runs"], "run", "on")["simulator"];
+    assert_eq!(sim["status"], "run");
+    let recall = find(&sim["differences"], "group", "multi_session-single_session");
+    assert_eq!((recall["n"].as_u64(), recall["mean_a"].as_f64(), recall["mean_b"].as_f64()), (Some(2), Some(0.5), Some(1.0)));
+    assert_eq!(recall["diff"], -0.5);
+    assert!(recall["lo"].as_f64().unwrap() <= -0.5 && recall["hi"].as_f64().unwrap() >= -0.5, "{recall}");
+    let needs = find(&sim["differences"], "group", "changing_need-stable_need");
+    assert_eq!((needs["a"].as_str(), needs["b"].as_str()), (Some("changed_need_met"), Some("hidden_need_met")));
+    assert_eq!((needs["n"].as_u64(), needs["diff"].as_f64()), (Some(2), Some(0.5)));
+    // Per attachment style and language: anxious (en and zh) recalled 3 of 4 facts; the one secure
+    // simulation (not judged) has a recall without interval and no needs figure.
+    let anxious = find(&sim["groups"], "group", "attachment:anxious");
+    assert_eq!((anxious["simulations"].as_u64(), anxious["measures"]["recall"]["mean"].as_f64()), (Some(2), Some(0.75)));
+    let secure = find(&sim["groups"], "group", "attachment:secure");
+    assert!(secure["measures"]["recall"]["lo"].is_null() && secure["measures"].get("hidden_need_met").is_none(), "{secure}");
+    let groups: Vec<&str> = sim["groups"].as_array().unwrap().iter().map(|g| g["group"].as_str().unwrap()).collect();
+    assert_eq!(groups, ["attachment:anxious", "attachment:secure", "lang:en", "lang:zh"]);
+    assert!(figs.keys().filter(|k| k.starts_with("on|tag_simulator|")).count() >= 20, "the simulator findings in the HTML");
+    assert_eq!(figs["on|tag_simulator|changing_need-stable_need|difference"].1.split(' ').next(), Some("0.5000"));
+    assert_eq!(figs["on|tag_simulator|attachment:secure|hidden_need_met"], (String::new(), "n/a".to_string()));
+    assert!(csv.lines().any(|l| l.starts_with("on,") && l.contains(",multi_session-single_session,tag_simulator,difference,2,-0.5,")), "{csv}");
+    assert!(md.contains("#### User simulator: the paper's contrasts") && md.contains("| attachment:anxious | 2 | 0.7500 ["), "{md}");
+    // The SAP-off run names a profile the suite does not have: its groups are unavailable, saying
+    // why, and its contrasts (which need no profile) are still there.
+    let off_sim = &find(&lb["tags"]["runs"], "run", "off")["simulator"];
+    assert!(off_sim["groups_unavailable"].as_str().unwrap().contains("`no-such-profile`"), "{off_sim}");
+    assert_eq!(off_sim["groups"], json!([]));
+    assert_eq!(find(&off_sim["differences"], "group", "changing_need-stable_need")["n"], 2);
+    assert!(md.contains("| unavailable: the simulator profile of 1 profile id(s) cannot be read: `no-such-profile`"), "{md}");
+    // The run without simulations: not run, never 0.
+    assert_eq!(find(&lb["tags"]["runs"], "run", "bare")["simulator"], json!({"status": "not run"}));
     // The other run's judge ran but recorded nothing: not recorded, never 0 tokens.
     let off = find(&lb["assessments"]["runs"], "run", "off");
     assert_eq!(off["usage"]["judge"]["status"], "not recorded");

@@ -64,6 +64,22 @@ pub fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
             k => panic!("unknown key {k}"),
         };
     }
+    if parts[1] == "tag_simulator" {
+        // The simulator findings of the tag section: a contrast (by its group) or a profile group.
+        let s = &find(&lb["tags"]["runs"], "run", parts[0])["simulator"];
+        let (group, key) = (parts[2], parts[3]);
+        if let Some(d) = s["differences"].as_array().unwrap().iter().find(|d| d["group"] == group) {
+            return match key {
+                "simulations" => count(&d["n"]),
+                "difference" => (d["diff"].clone(), d["lo"].clone(), d["hi"].clone()),
+                k if d["a"] == k => count(&d["mean_a"]),
+                k if d["b"] == k => count(&d["mean_b"]),
+                k => panic!("unknown key {k} of {d}"),
+            };
+        }
+        let g = find(&s["groups"], "group", group);
+        return if key == "simulations" { count(&g["simulations"]) } else { stat(&g["measures"][key]) };
+    }
     let run = find(&lb["assessments"]["runs"], "run", parts[0]);
     let (section, group, key) = (parts[1], parts[2], parts[3]);
     match section {
