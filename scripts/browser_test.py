@@ -103,11 +103,11 @@ def check_assessments(cdp, lb, shots):
     bad = []
     seen = {"run": 0, "not run": 0}
     for r in a["runs"]:
-        for section in ("format_checks", "judge", "safety", "simulator"):
+        for section in ("format_checks", "judge", "safety", "simulator", "panel", "judge_validity"):
             status = r[section]["status"]
             seen[status] += 1
             prefixes = [f"{r['run']}|{section}"]
-            if section in ("judge", "safety") and status == "run":
+            if section in ("judge", "safety", "judge_validity") and status == "run":
                 prefixes = [f"{r['run']}|{section}:{j['judge']}|" for j in r[section]["judges"]]
             if status == "run":
                 if not all(any(k.startswith(p) for k in figs) for p in prefixes):
@@ -143,6 +143,47 @@ def check_assessments(cdp, lb, shots):
             for t in s["trajectory"]:
                 want[f"{run}|simulator_trajectory|s{t['session']}t{t['turn']}|state"] = t["state"]["mean"]
         want[f"{run}|usage|model|input_tokens"] = r["usage"]["model"]["input_tokens"]
+    # The judge panel (each judge's criterion means, the panel mean, Krippendorff's alpha) and the
+    # judge validity check (shares ranked correctly with their Wilson intervals, failures apart).
+    panel, validity, intervals = {}, {}, {}
+    for r in a["runs"]:
+        run = r["run"]
+        if r["panel"]["status"] == "run":
+            for fam, f in r["panel"]["families"].items():
+                lines = [(fam, f["mean"], f["agreement"], {})]
+                lines += [(f"{fam}/{c}", pc["mean"], pc["agreement"], pc["per_judge"]) for c, pc in f["criteria"].items()]
+                for group, mean, agreement, per_judge in lines:
+                    base = f"{run}|panel|{group}|"
+                    panel[base + "panel_mean"] = mean
+                    panel[base + "alpha"] = agreement["alpha"]
+                    panel[base + "pairable_items"] = agreement["pairable_items"]
+                    for j, v in per_judge.items():
+                        panel[base + f"mean:{j}"] = v
+        if r["judge_validity"]["status"] == "run":
+            for j in r["judge_validity"]["judges"]:
+                for fam, cells in j["families"].items():
+                    for d, c in cells.items():
+                        base = f"{run}|judge_validity:{j['judge']}|{fam}/{d}|"
+                        validity[base + "share"] = c["share"]
+                        validity[base + "compared"] = c["n"]
+                        for k in ("ranked_correctly", "judge_parse_failed", "judge_failed", "not_applicable"):
+                            validity[base + k] = c[k]
+                        intervals[base + "share"] = c["interval"]
+    texts = dict(cdp.eval("[...document.querySelectorAll('#assessments td[data-fig]')].map(td => [td.dataset.fig, td.textContent])"))
+
+    def shows_interval(k, iv):
+        t = texts.get(k, "")
+        return ("[" not in t and "n/a" in t) if iv is None else f"[{iv[0]:.4f}, {iv[1]:.4f}]" in t
+    for name, part in (("judge panel", panel), ("judge validity", validity)):
+        wrong_part = [k for k, v in part.items() if not (figs.get(k) is not None and (figs[k] == "" if v is None else float(figs[k]) == v))]
+        check(f"{name} figures equal leaderboard.json", not wrong_part and len(part) > 20,
+              f"{len(part)} figures, wrong: {wrong_part[:5]}")
+    shown = [k for k in figs if k.split("|")[1] == "panel" or k.split("|")[1].startswith("judge_validity:")]
+    check("the HTML shows no panel or validity figure leaderboard.json lacks",
+          sorted(shown) == sorted(list(panel) + list(validity)), f"{len(shown)} shown, {len(panel) + len(validity)} in JSON")
+    bad_iv = [k for k, iv in intervals.items() if not shows_interval(k, iv)]
+    check("judge validity shares show their Wilson intervals (n/a under two)", not bad_iv and any(iv for iv in intervals.values()),
+          f"wrong: {[(k, texts.get(k), intervals[k]) for k in bad_iv[:3]]}")
     for d in a["sap_safety"]:
         if d["paired"]:
             want[f"|sap_safety|{d['on']}|{d['off']}|{d['judge']}|on_minus_off"] = d["paired"]["diff"]["mean"]
@@ -352,6 +393,25 @@ def main():
                   and all(same(d, want[(r, c, m)]["diff"]) and same(lo, want[(r, c, m)]["lo"]) and same(hi, want[(r, c, m)]["hi"])
                           and sig == want[(r, c, m)]["excludes_zero"] for r, c, m, d, lo, hi, sig in diffs),
                   f"{len(diffs)} cells, {len(want)} differences")
+            # The user simulator by tag: its contrasts and its groups by attachment style and language.
+            sim_figs = dict(cdp.eval("[...document.querySelectorAll('#tags td[data-fig]')].map(td => [td.dataset.fig, td.dataset.value])"))
+            want = {}
+            for r in tags["runs"]:
+                s = r["simulator"]
+                if s["status"] != "run":
+                    continue
+                for d in s["differences"]:
+                    base = f"{r['run']}|tag_simulator|{d['group']}|"
+                    want[base + "difference"] = d["diff"]
+                    want[base + d["a"]] = d["mean_a"]
+                    want[base + d["b"]] = d["mean_b"]
+                    want[base + "simulations"] = d["n"]
+                for g in s["groups"]:
+                    want[f"{r['run']}|tag_simulator|{g['group']}|simulations"] = g["simulations"]
+                    for m in ("recall", "hidden_need_met", "changed_need_met", "state_change"):
+                        want[f"{r['run']}|tag_simulator|{g['group']}|{m}"] = g["measures"][m]["mean"] if m in g["measures"] else None
+            check("simulator-by-tag figures equal the leaderboard", len(want) > 0 and sorted(sim_figs) == sorted(want)
+                  and all(same(sim_figs[k], v) for k, v in want.items()), f"{len(sim_figs)} shown, {len(want)} in JSON")
             cdp.eval("document.getElementById('tags').scrollIntoView()")
             cdp.pump(0.2)
             shot = cdp.call("Page.captureScreenshot", {"format": "png"})

@@ -9,8 +9,9 @@
 //! with the real lexical metrics under the `strict` profile. The provenance says `synthetic`.
 //! Runs come in SAP on/off pairs of one synthetic model each. Every run also gets the assessments a
 //! report shows ([`add_assessments`]): real format checks of its answers, synthetic rubric scores
-//! and safety verdicts; the first four runs also get simulated conversations (the others show the
-//! simulator as not run).
+//! and safety verdicts; the first four runs also get a second rubric judge (a panel, with its
+//! agreement) and simulated conversations of real simulator profiles, and the first two a judge
+//! validity check (the others show those sections as not run).
 
 use std::path::PathBuf;
 
@@ -218,8 +219,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The assessments of run `id` (number `r`): format checks by the judge crate's own checks, rubric
 /// scores and safety verdicts of a synthetic judge drawn around `skill` (with a few unparsable
-/// answers and failed requests, as real judges give), and for the first four runs, four simulated
-/// conversations.
+/// answers and failed requests, as real judges give); for the first four runs, a second judge that
+/// mostly agrees with the first (a panel) and four simulated conversations; for the first two, the
+/// judge validity check of the first judge (references against degraded copies, a few ties,
+/// unparsable answers and failed requests).
 fn add_assessments(
     store: &mut Store,
     id: &str,
@@ -234,6 +237,12 @@ fn add_assessments(
     let judge = "synthetic:judge";
     let settings = json!({"synthetic": true});
     store.begin_judge_session(id, SessionKind::Rubric, judge, &settings, texts.hash())?;
+    // The panel's second judge: the first judge's scores moved by at most one point, with its own
+    // unparsable answers.
+    let second = (r < 4).then_some("synthetic:judge-b");
+    if let Some(b) = second {
+        store.begin_judge_session(id, SessionKind::Rubric, b, &settings, texts.hash())?;
+    }
     let records = store.records(id)?;
     let mut verdicts = Vec::new();
     for rec in &records {
@@ -298,6 +307,67 @@ fn add_assessments(
             row.reason = Some("synthetic".into());
         }
         store.put_judge_score(id, judge, &row)?;
+        if let Some(b) = second {
+            let mut row_b = row.clone();
+            if row.outcome == JudgeOutcome::Scored && rng.f64() < 0.03 {
+                row_b.outcome = JudgeOutcome::JudgeParseFailed;
+                row_b.scores = None;
+                row_b.mean = None;
+                row_b.error = Some("the answer was not the asked JSON after 3 tries".into());
+            } else if let Some(scores) = &row.scores {
+                let moved: std::collections::BTreeMap<String, u8> = scores
+                    .iter()
+                    .map(|(c, v)| (c.clone(), (i16::from(*v) + rng.i16(-1..=1)).clamp(1, 10) as u8))
+                    .collect();
+                row_b.mean = Some(moved.values().map(|v| f64::from(*v)).sum::<f64>() / moved.len() as f64);
+                row_b.scores = Some(moved);
+            }
+            store.put_judge_score(id, b, &row_b)?;
+        }
+    }
+    if r < 2 {
+        // The validity check of the first judge on every third sub-task item: the reference scores
+        // about 7.5, a degraded copy less by an amount that depends on the degradation (a
+        // persona break is the hardest to see), so shares differ between lines.
+        use h2htalk_judge::validity::Degradation;
+        use h2htalk_store::{ValidityOutcome, ValidityRow};
+        let mut rows = Vec::new();
+        for rec in records.iter().filter(|r| r.item.task != "sap_safety").step_by(3) {
+            let item = &rec.item;
+            let family = h2htalk_judge::judge::family_of(&item.task).ok_or("a sub-task has a family")?;
+            for d in Degradation::ALL.into_iter().filter(|d| d.applies_to(family)) {
+                let drop = match d {
+                    Degradation::OtherReference => 3.0,
+                    Degradation::Truncation => 2.0,
+                    Degradation::PersonaBreak => 0.5,
+                    Degradation::FabricatedMemory => 1.0,
+                } * (0.5 + skill);
+                let draw = rng.f64();
+                let (outcome, means) = if draw < 0.01 {
+                    (ValidityOutcome::NotApplicable, None)
+                } else if draw < 0.03 {
+                    (ValidityOutcome::JudgeParseFailed, None)
+                } else if draw < 0.04 {
+                    (ValidityOutcome::JudgeFailed, None)
+                } else {
+                    let reference = (7.5 + 2.0 * (rng.f64() - 0.5) * 2.0).round().clamp(1.0, 10.0);
+                    let degraded = (reference - drop + 3.0 * (rng.f64() - 0.5) * 2.0).round().clamp(1.0, 10.0);
+                    (ValidityOutcome::Compared, Some((reference, degraded)))
+                };
+                rows.push(ValidityRow {
+                    scenario_id: item.scenario_id.clone(),
+                    degradation: d.as_str().into(),
+                    task: item.task.clone(),
+                    family,
+                    lang: item.lang,
+                    outcome,
+                    reference_mean: means.map(|m| m.0),
+                    degraded_mean: means.map(|m| m.1),
+                    error: matches!(outcome, ValidityOutcome::JudgeFailed).then(|| "server_error: HTTP 503".into()),
+                });
+            }
+        }
+        store.replace_validity(id, judge, &rows)?;
     }
     store.begin_judge_session(id, SessionKind::Safety, judge, &settings, texts.hash())?;
     store.replace_safety_verdicts(id, judge, &verdicts)?;
@@ -338,7 +408,9 @@ fn add_assessments(
                 id,
                 &Simulation {
                     idx,
-                    profile: format!("synthetic-{idx}"),
+                    // Real profiles (simulator/<id>.json of the suite): the report groups the
+                    // conversations by their attachment style and language.
+                    profile: ["en-shen-yan-anxious-01", "zh-shen-yan-secure-02", "en-xia-xiaoman-avoidant-03", "zh-xia-xiaoman-fearful-04"][idx].into(),
                     seed: idx as u64,
                     companion: id.to_string(),
                     simulator: "synthetic:simulator".into(),
