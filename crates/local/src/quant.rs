@@ -78,9 +78,9 @@ pub struct QMatrix {
     /// `Format::F32` only: the values, row by row.
     dense: Vec<f32>,
     /// Q5_0 with the SIMD kernels only: each block as its scale (f32) and its 32 values as
-    /// unsigned bytes, [`WIDE`] bytes, row by row. Products of several activation rows (prompts,
-    /// batches) are bound by arithmetic, not by the bytes read, and these blocks need no
-    /// unpacking; a product of one row (a decoding step) reads the stored blocks.
+    /// unsigned bytes, [`WIDE`] bytes, row by row. Products of more activation rows than a tile
+    /// (prompts) are bound by arithmetic, not by the bytes read, and these blocks need no
+    /// unpacking; decoding steps (one row, or a batch's few) read the stored blocks.
     wide: Vec<u8>,
 }
 
@@ -207,7 +207,9 @@ impl QMatrix {
                 }
                 for r in group..end {
                     let mut sums = [0f32; TILE];
-                    if !self.wide.is_empty() {
+                    // More rows than a tile (a prompt): arithmetic decides, the wide copy is
+                    // faster; up to a tile (decoding steps of a batch): the bytes read do.
+                    if m > TILE && !self.wide.is_empty() {
                         let wb = self.cols / BLOCK * WIDE;
                         dot_tile_wide(&self.wide[r * wb..(r + 1) * wb], q, i, t, &mut sums, kernel);
                     } else {
