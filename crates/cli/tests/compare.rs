@@ -101,6 +101,35 @@ fn compare_counts_per_family_ranks_and_asks_only_once() {
         assert_eq!(p["first_shown_preferred"]["k"], 12);
     }
 
+    // The judge's tokens are stored: each pair's once, with its first run in stored order
+    // (purpose `pairwise:OTHER`), 12 answers a pair; the call's total is the sum, and its cost
+    // says the price is not set (`openai:judge` on the command line), never 0.
+    {
+        let store = h2htalk_store::Store::open(&db).unwrap();
+        let (mut input, mut output) = (0, 0);
+        for (a, b) in [(&rx, &ry), (&rx, &rz), (&ry, &rz)] {
+            let (first, second) = if a <= b { (a, b) } else { (b, a) };
+            let rows = store.usage(first).unwrap();
+            let row = rows.iter().find(|r| r.purpose == format!("pairwise:{second}")).unwrap_or_else(|| panic!("{rows:?}"));
+            assert_eq!((row.role, row.model.as_str(), row.usage.calls, row.prices), (h2htalk_store::UsageRole::Judge, "openai:judge", 12, None));
+            assert!(row.usage.input_tokens > 0, "{row:?}");
+            input += row.usage.input_tokens;
+            output += row.usage.output_tokens;
+            assert!(store.usage(second).unwrap().iter().all(|r| r.purpose != format!("pairwise:{first}")), "counted once");
+        }
+        assert_eq!((v["input_tokens"].as_u64(), v["output_tokens"].as_u64()), (Some(input), Some(output)));
+        assert!(v["judge_cost_usd"].is_null() && v["judge_prices"].is_null(), "{v}");
+        assert_eq!(v["judge_cost_note"], "price not set");
+    }
+    // The pair's first run shows them in its usage table, apart from its own cost.
+    let first = [&rx, &ry, &rz].into_iter().min().unwrap().clone();
+    let show = json_of(&h2htalk(&["runs", "show", &first, "--db", db.to_str().unwrap(), "--json"]));
+    let pw = &show["assessments"]["usage"]["pairwise"];
+    assert_eq!(pw["status"], "run", "{pw}");
+    let m = &pw["models"][0];
+    assert_eq!((m["model"].as_str(), m["calls"].as_u64()), (Some("openai:judge"), Some(24)), "{pw}");
+    assert_eq!(m["purposes"].as_array().unwrap().len(), 2, "two pairs begin with the lowest run id: {pw}");
+
     // Bradley-Terry: X beat Y 4 to 2 and Z tied everything, so X, Z, Y, each with an interval.
     let ranking = v["ranking"]["models"].as_array().unwrap();
     let order: Vec<&str> = ranking.iter().map(|m| m["name"].as_str().unwrap()).collect();
@@ -117,6 +146,7 @@ fn compare_counts_per_family_ranks_and_asks_only_once() {
     let table = common::stdout(&out);
     assert_eq!(requests(), 36, "{table}");
     assert!(table.contains("0 item(s) asked now, 18 taken from the store"), "{table}");
+    assert!(table.contains("judge tokens 0 in / 0 out, cost price not set"), "{table}");
     assert!(table.contains(&format!("{ry} (A) vs {rx} (B): 6 item(s) in both")), "{table}");
     assert!(table.contains("2/6 33.3% ["), "Y's wins over X as a share with its interval: {table}");
     assert!(table.contains("Bradley-Terry ranking over 6 compared item(s)"), "{table}");

@@ -562,4 +562,29 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     let report: Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(report["families"]["dialogue"]["persona_break"]["n"], 1, "{report}");
     assert_eq!(report["rows"].as_array().unwrap().len(), 4 + 4 + 3);
+    // Without --run nothing is stored; its tokens and cost are printed (no price for `openai:NAME`
+    // on the command line: not set, never 0).
+    assert!(report["stored_with_run"].is_null() && report["cost_usd"].is_null(), "{report}");
+    assert_eq!(report["cost_note"], "price not set");
+    let text = common::stdout(&h2htalk(&["judge", "validate", "--judge", "openai:judge-a", "--judge-base-url", &ua, "--suite", &suite, "--limit", "1"]));
+    assert!(text.contains("cost price not set; not stored (no --run)"), "{text}");
+    // With --run the check and its tokens are stored with that run (purpose validity), added to
+    // what the run's own check recorded.
+    let id = out["run_id"].as_str().unwrap();
+    let validity_row = || {
+        let store = h2htalk_store::Store::open(&db).unwrap();
+        store.usage(id).unwrap().into_iter().find(|r| r.model == "openai:judge-a" && r.purpose == "validity").unwrap()
+    };
+    let before = validity_row();
+    let stored = h2htalk(&[
+        "judge", "validate", "--judge", "openai:judge-a", "--judge-base-url", &ua, "--limit", "1", "--run", id, "--db",
+        db.to_str().unwrap(), "--json",
+    ]);
+    assert!(stored.status.success(), "{stored:?}");
+    let stored: Value = serde_json::from_slice(&stored.stdout).unwrap();
+    assert_eq!(stored["stored_with_run"], id);
+    let after = validity_row();
+    assert!(after.usage.calls > before.usage.calls, "{before:?} {after:?}");
+    assert_eq!(after.usage.input_tokens, before.usage.input_tokens + stored["input_tokens"].as_u64().unwrap());
+    assert!(stored["input_tokens"].as_u64().unwrap() > 0);
 }

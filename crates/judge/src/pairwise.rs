@@ -235,6 +235,10 @@ fn answer(r: &Record) -> Option<&str> {
     r.answer().filter(|t| !t.trim().is_empty())
 }
 
+/// The purpose under which a pair's judge tokens are recorded (`pairwise:OTHER_RUN`, with the pair's
+/// first run in stored order).
+pub const PAIRWISE_PURPOSE: &str = "pairwise:";
+
 /// Refuses fewer than two runs, a run named twice and a run not in the store.
 fn check_runs(store: &Store, runs: &[String]) -> Result<()> {
     if runs.len() < 2 {
@@ -324,9 +328,13 @@ pub async fn pairwise_run(
                 }
             }))
             .buffer_unordered(concurrency);
+            // This pair's tokens: recorded with the pair's first run (in stored order), see below.
+            let mut pair_usage = h2htalk_store::CallUsage::default();
             while let Some((item, ab, ba)) = stream.next().await {
                 let (ab, ba): (Asked<PairAnswer>, Asked<PairAnswer>) = (ab, ba);
                 asked += 1;
+                pair_usage.add(ab.usage());
+                pair_usage.add(ba.usage());
                 input_tokens += ab.input_tokens + ba.input_tokens;
                 output_tokens += ab.output_tokens + ba.output_tokens;
                 unknown_usage += u64::from(ab.unknown_usage + ba.unknown_usage);
@@ -346,6 +354,12 @@ pub async fn pairwise_run(
                     error,
                 };
                 store.put_pair_judgment(&name, first, second, &row)?;
+            }
+            // A pair's judgments belong to both runs; their tokens are counted once, with the pair's
+            // first run in stored order, under the purpose `pairwise:SECOND` (the report shows them
+            // apart from the run's own cost).
+            if pair_usage != h2htalk_store::CallUsage::default() {
+                judge.record(store, first, &format!("{PAIRWISE_PURPOSE}{second}"), pair_usage)?;
             }
             counts.insert((runs[i].clone(), runs[j].clone()), (asked, reused));
         }

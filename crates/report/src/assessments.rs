@@ -273,6 +273,10 @@ pub struct UsageSection {
     pub simulator: HelperUsage,
     /// The model under test's calls in simulated conversations (apart from its generations).
     pub model_in_simulation: HelperUsage,
+    /// Pairwise judgments (`h2htalk compare`) of pairs whose first run (in stored order) is this
+    /// one, purposes `pairwise:OTHER_RUN`; not part of the run's cost. `not run` when none is
+    /// recorded (comparisons made before h2htalk recorded their tokens have none).
+    pub pairwise: HelperUsage,
     /// The run's cost: the model's generations and every helper call recorded; `None` when a part
     /// is not known (`total_cost_note` says which).
     pub total_cost_usd: Option<f64>,
@@ -826,7 +830,13 @@ fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection {
     let judge_ran = rows.judges.iter().any(|j| !j.rows.is_empty())
         || rows.safety.iter().any(|(j, v)| j != "rules" && !v.is_empty())
         || rows.simulations.iter().any(|s| s.judge.is_some());
-    let judge = helper_usage(&rows.usage, UsageRole::Judge, judge_ran, "judge");
+    let (pairwise_rows, own_rows): (Vec<UsageRow>, Vec<UsageRow>) = rows
+        .usage
+        .iter()
+        .cloned()
+        .partition(|r| r.role == UsageRole::Judge && r.purpose.starts_with(h2htalk_judge::pairwise::PAIRWISE_PURPOSE));
+    let judge = helper_usage(&own_rows, UsageRole::Judge, judge_ran, "judge");
+    let pairwise = helper_usage(&pairwise_rows, UsageRole::Judge, false, "pairwise judge");
     let simulator = helper_usage(&rows.usage, UsageRole::Simulator, !rows.simulations.is_empty(), "simulated user");
     let model_in_simulation = helper_usage(
         &rows.usage,
@@ -863,6 +873,7 @@ fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection {
         judge,
         simulator,
         model_in_simulation,
+        pairwise,
         total_cost_usd,
         total_cost_note: (!missing.is_empty()).then(|| missing.join("; ")),
     }
@@ -1330,10 +1341,11 @@ fn usage_table(u: &UsageSection) -> Table {
         ("judge", "judge", &u.judge),
         ("simulator", "simulated user", &u.simulator),
         ("companion", "model in simulated conversations", &u.model_in_simulation),
+        ("pairwise", "pairwise judge (compare; not in the run total)", &u.pairwise),
     ] {
         match h {
             HelperUsage::NotRun => rows.push(
-                vec![text_cell(label), text_cell("not run")]
+                vec![text_cell(label), text_cell(if role == "pairwise" { "none recorded" } else { "not run" })]
                     .into_iter()
                     .chain((0..5).map(|_| text_cell("–")))
                     .collect(),
@@ -1397,7 +1409,9 @@ fn usage_table(u: &UsageSection) -> Table {
             "Calls are answers received (a judge's parse retry is one more). The model's prices are the run \
              specification's; a helper's are those configured for it when it ran (a `[[model]]` entry's, 0 for a \
              local model, not set for `openai:NAME` on the command line). A cost is unknown when some usage is \
-             unknown and tokens are not free, or when no price is set; the run total only when every part is known."
+             unknown and tokens are not free, or when no price is set; the run total only when every part is known. \
+             Pairwise judgments (`compare`) are between two runs: their tokens are counted once, with the pair's \
+             first run in stored order (purpose `pairwise:OTHER_RUN`), and are not part of the run total."
                 .into(),
         ),
     }

@@ -55,8 +55,14 @@ fn open(spec: &str, base_url: Option<&str>, api_key_env: Option<&str>, run: &Mod
     };
     let resolved = resolve(&request)?;
     let scheduler = resolved.scheduler();
-    let prices = (!spec.starts_with("openai:")).then(|| resolved.prices());
+    let prices = helper_prices(spec, &resolved);
     Ok(Opened { resolved, scheduler, prices })
+}
+
+/// The prices of a helper model (a judge, the simulated user) as configured: a `[[model]]`
+/// entry's, 0 for a local model, `None` (not set) for `openai:NAME` given on the command line.
+pub fn helper_prices(spec: &str, resolved: &Resolved) -> Option<Prices> {
+    (!spec.starts_with("openai:")).then(|| resolved.prices())
 }
 
 /// Refuses combinations that cannot work, before anything is generated.
@@ -104,14 +110,34 @@ fn open_judge(j: &JudgeSpec, run: &ModelRequest) -> Result<Opened> {
 }
 
 /// `h2htalk judge validate`: the judge validity check of one judge on a suite (the embedded one when
-/// `suite_dir` is `None`), without a run; `config` is the model config file.
+/// `suite_dir` is `None`); `config` is the model config file. With `with_run` (a store and a run in
+/// it) the comparisons and the judge's tokens are stored with that run, as `run --judge-validity`
+/// stores them, and the suite defaults to the run's; without, nothing is stored (no run to count
+/// them with). Returns the report and the judge's prices (`None`: not set).
 pub async fn validate_judge(
     judge: &JudgeSpec,
     config: Option<std::path::PathBuf>,
     suite_dir: Option<&std::path::Path>,
     references: Option<&std::path::Path>,
     limit: Option<usize>,
-) -> Result<ValidityReport> {
+    with_run: Option<(&mut Store, &str)>,
+) -> Result<(ValidityReport, Option<Prices>)> {
+    let run_spec = match &with_run {
+        Some((store, run_id)) => Some(
+            store
+                .run(run_id)?
+                .ok_or_else(|| {
+                    RunError::Usage(format!(
+                        "--run {run_id}: no such run in {}; `h2htalk runs list` shows the runs",
+                        store.path()
+                    ))
+                })?
+                .spec,
+        ),
+        None => None,
+    };
+    let suite_dir = suite_dir.or_else(|| run_spec.as_ref().and_then(|s| s.suite.dir.as_deref()));
+    let references = references.or_else(|| run_spec.as_ref().and_then(|s| s.suite.references.as_deref()));
     let dir = h2htalk_data::suite::embedded::or_embedded(suite_dir)?;
     let suite = h2htalk_data::load_suite_with(&dir, references)?;
     let prompts = Prompts::load(&dir)?;
@@ -126,7 +152,11 @@ pub async fn validate_judge(
         texts: &texts,
         prices: opened.prices,
     };
-    Ok(h2htalk_judge::validity::validate(&suite, &prompts, handle, limit).await?)
+    let report = match with_run {
+        Some((store, run_id)) => validity_run(store, run_id, &suite, &prompts, handle, limit).await?,
+        None => h2htalk_judge::validity::validate(&suite, &prompts, handle, limit).await?,
+    };
+    Ok((report, opened.prices))
 }
 
 /// Runs the assessment of `run_id`; `companion` is the model under test.

@@ -13,7 +13,7 @@ use h2htalk_judge::pairwise::{PairReport, PairwiseReport, Tally, pairwise_run};
 use h2htalk_judge::simulator::Proportion;
 use h2htalk_judge::{JudgeHandle, JudgeSettings, JudgeTexts};
 use h2htalk_store::protocol::ProtocolGroups;
-use h2htalk_store::{JudgeSpec, ModelRequest, RunSpec, Store};
+use h2htalk_store::{CallUsage, JudgeSpec, ModelRequest, Prices, RunSpec, Store};
 use serde::Serialize;
 
 use crate::models::resolve;
@@ -39,6 +39,12 @@ pub struct CompareOptions {
 pub struct Comparison {
     /// What differs between the runs' protocols; empty unless `allow_mixed` let them through.
     pub protocol_differences: Vec<String>,
+    /// The judge's prices as configured (`None`: not set, as for `openai:NAME` on the command line).
+    pub judge_prices: Option<Prices>,
+    /// USD of this call's judge tokens; `None` when the price is not set or some answers came
+    /// without usage (and tokens are not free): `judge_cost_note` says which.
+    pub judge_cost_usd: Option<f64>,
+    pub judge_cost_note: Option<String>,
     #[serde(flatten)]
     pub pairwise: PairwiseReport,
 }
@@ -112,10 +118,39 @@ pub async fn compare_runs(store: &mut Store, runs: &[String], options: &CompareO
         scheduler: &scheduler,
         settings: &settings,
         texts: &texts,
-        prices: None,
+        prices: crate::assess::helper_prices(&j.spec, &resolved),
     };
     let pairwise = pairwise_run(store, runs, handle, options.bootstrap_samples, j.seed).await?;
-    Ok(Comparison { protocol_differences, pairwise })
+    let usage = CallUsage {
+        calls: 0,
+        input_tokens: pairwise.input_tokens,
+        output_tokens: pairwise.output_tokens,
+        unknown_usage: pairwise.unknown_usage,
+    };
+    let (judge_cost_usd, judge_cost_note) = cost(handle.prices, usage);
+    Ok(Comparison { protocol_differences, judge_prices: handle.prices, judge_cost_usd, judge_cost_note, pairwise })
+}
+
+/// The cost of `usage` at `prices`: `None` with the reason when the price is not set, or some
+/// answers came without usage and tokens are not free (never a 0 for an unknown cost).
+pub fn cost(prices: Option<Prices>, usage: CallUsage) -> (Option<f64>, Option<String>) {
+    match prices {
+        None => (None, Some("price not set".into())),
+        Some(p) if usage.unknown_usage > 0 && !p.free() => (
+            None,
+            Some(format!(
+                "unknown: {} answer(s) without usage; the known tokens cost {:.4} USD",
+                usage.unknown_usage,
+                p.cost(usage.input_tokens, usage.output_tokens)
+            )),
+        ),
+        Some(p) => (Some(p.cost(usage.input_tokens, usage.output_tokens)), None),
+    }
+}
+
+/// `0.0123 USD`, or the reason there is no cost.
+pub fn cost_text(cost: Option<f64>, note: Option<&str>) -> String {
+    cost.map_or_else(|| note.unwrap_or("unknown").to_string(), |c| format!("{c:.4} USD"))
 }
 
 fn pct(x: f64) -> String {
@@ -203,7 +238,7 @@ impl Comparison {
         let _ = writeln!(
             out,
             "judge {} ({settings}; prompts {}); {} run(s), {} pair(s); {} item(s) asked now, {} taken from the store; \
-             judge tokens {} in / {} out",
+             judge tokens {} in / {} out{}, cost {}; recorded with each pair's first run (purpose pairwise:OTHER)",
             r.judge,
             r.prompt_hash.as_deref().unwrap_or("differ between pairs"),
             r.runs.len(),
@@ -211,7 +246,9 @@ impl Comparison {
             r.asked,
             r.reused,
             r.input_tokens,
-            r.output_tokens
+            r.output_tokens,
+            if r.unknown_usage > 0 { format!(" ({} answer(s) without usage)", r.unknown_usage) } else { String::new() },
+            cost_text(self.judge_cost_usd, self.judge_cost_note.as_deref())
         );
         if !self.protocol_differences.is_empty() {
             let _ = writeln!(out, "mixed protocols (--allow-mixed):");

@@ -43,6 +43,13 @@ pub struct ValidateArgs {
     /// At most N scenarios per family (default 20; the family's sub-tasks are taken in turn).
     #[arg(long, default_value_t = super::run::VALIDITY_LIMIT)]
     limit: usize,
+    /// Store the check and the judge's tokens with this stored run (its report then shows both, as
+    /// after `run --judge-validity`); the suite defaults to the run's. Without it nothing is stored.
+    #[arg(long, value_name = "RUN_ID")]
+    run: Option<String>,
+    /// The run store of `--run`.
+    #[arg(long, default_value = "runs/h2htalk.db")]
+    db: PathBuf,
     /// Print the report as JSON (with every comparison).
     #[arg(long)]
     json: bool,
@@ -58,21 +65,51 @@ pub fn run(cmd: JudgeCommand) -> anyhow::Result<()> {
                 seed: a.judge_seed,
                 max_tokens: a.judge_max_tokens,
             };
+            let mut store = match &a.run {
+                Some(_) if !a.db.is_file() => {
+                    anyhow::bail!("{}: no run store here; give the store of --run with --db FILE", a.db.display())
+                }
+                Some(_) => Some(h2htalk_store::Store::open(&a.db)?),
+                None => None,
+            };
+            let with_run = store.as_mut().zip(a.run.as_deref());
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            let report = rt.block_on(h2htalk_runner::assess::validate_judge(
+            let (report, prices) = rt.block_on(h2htalk_runner::assess::validate_judge(
                 &judge,
                 a.config.clone(),
                 a.suite.as_deref(),
                 a.references.as_deref(),
                 Some(a.limit),
+                with_run,
             ))?;
+            let (cost, note) = h2htalk_runner::compare::cost(prices, report.usage);
             if a.json {
-                println!("{}", serde_json::to_string(&report)?);
+                let mut v = serde_json::to_value(&report)?;
+                v["unknown_usage"] = report.usage.unknown_usage.into();
+                v["prices"] = serde_json::to_value(prices)?;
+                v["cost_usd"] = serde_json::to_value(cost)?;
+                v["cost_note"] = serde_json::to_value(&note)?;
+                v["stored_with_run"] = serde_json::to_value(&a.run)?;
+                println!("{}", serde_json::to_string(&v)?);
             } else {
                 for line in report.lines() {
                     println!("{line}");
                 }
-                println!("judge tokens {} in / {} out", report.input_tokens, report.output_tokens);
+                println!(
+                    "judge tokens {} in / {} out{}, cost {}; {}",
+                    report.input_tokens,
+                    report.output_tokens,
+                    if report.usage.unknown_usage > 0 {
+                        format!(" ({} answer(s) without usage)", report.usage.unknown_usage)
+                    } else {
+                        String::new()
+                    },
+                    h2htalk_runner::compare::cost_text(cost, note.as_deref()),
+                    match &a.run {
+                        Some(r) => format!("stored with run {r} (purpose validity)"),
+                        None => "not stored (no --run)".to_string(),
+                    }
+                );
             }
             Ok(())
         }

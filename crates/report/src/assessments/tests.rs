@@ -409,6 +409,21 @@ fn helper_tokens_are_summed_per_model_with_their_cost_or_price_not_set() {
     let a = build(&runs, &[StoredRows { usage: priced.clone(), ..empty_rows() }], &cfg()).unwrap();
     let model = a.runs[0].usage.model.cost_usd.unwrap();
     assert!((a.runs[0].usage.total_cost_usd.unwrap() - (model + 2.5 + 2.0)).abs() < 1e-9);
+    assert!(matches!(a.runs[0].usage.pairwise, HelperUsage::NotRun));
+    assert!(run_markdown(&a.runs[0], "95").contains("| pairwise judge (compare; not in the run total) | none recorded |"));
+    // Pairwise judgments of a pair this run begins: shown apart, with their cost, and not added to
+    // the run's total (nor to the judge's own calls).
+    let mut with_pairs = priced.clone();
+    with_pairs.push(u(UsageRole::Judge, "openai:j", "pairwise:other-run", 12, 2_000_000, 0, 0, p(1.0, 10.0)));
+    let b = build(&runs, &[StoredRows { usage: with_pairs, ..empty_rows() }], &cfg()).unwrap();
+    assert_eq!(b.runs[0].usage.total_cost_usd, a.runs[0].usage.total_cost_usd);
+    let HelperUsage::Run { models } = &b.runs[0].usage.pairwise else { panic!("{:?}", b.runs[0].usage.pairwise) };
+    assert_eq!((models[0].calls, models[0].cost_usd, models[0].purposes.clone()), (12, Some(2.0), vec!["pairwise:other-run".to_string()]));
+    let HelperUsage::Run { models } = &b.runs[0].usage.judge else { panic!() };
+    assert!(models[0].purposes.iter().all(|p| !p.starts_with("pairwise")) && models[0].calls == 4, "{models:?}");
+    let figs: Vec<Figure> = figures(&b, "95").into_iter().map(|(_, f)| f).collect();
+    let pair_cost = figs.iter().find(|f| f.group == "pairwise:openai:j" && f.key == "cost_usd").unwrap();
+    assert_eq!(pair_cost.value, Some(2.0));
     priced[0].usage.unknown_usage = 1;
     let a = build(&runs, &[StoredRows { usage: priced, ..empty_rows() }], &cfg()).unwrap();
     let HelperUsage::Run { models } = &a.runs[0].usage.judge else { panic!() };
