@@ -445,6 +445,57 @@ fn unknown_usage_is_counted_and_a_cost_limit_refuses_it() {
     assert!(limited["stopped"].as_str().unwrap().contains("no token usage"), "{limited}");
 }
 
+/// A model whose price is not set (`openai:NAME` on the command line, a `[[model]]` entry without
+/// prices) has an unknown cost, never $0: null in --json, "price not set" in the text, the run
+/// specification and the report; a cost limit is refused for it. A price of 0 is free.
+#[test]
+fn a_price_not_set_is_not_zero() {
+    let rt = runtime();
+    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("a.db");
+    let out = json_run(&server, &db, &["--limit", "1", "--tasks", "dialogue_base"]);
+    assert!(out["input_tokens"].as_u64().unwrap() > 0, "{out}");
+    assert!(out["cost_usd"].is_null(), "{out}");
+    let id = out["run_id"].as_str().unwrap();
+    let show = common::json_of(&h2htalk(&["runs", "show", id, "--db", db.to_str().unwrap(), "--json"]));
+    let prov = &show["run"]["provenance"];
+    assert!(prov.get("prices").is_some_and(Value::is_null), "the specification records `null`, not 0: {prov}");
+    let usage = &show["assessments"]["usage"];
+    assert!(usage["model"]["prices"].is_null() && usage["model"]["cost_usd"].is_null(), "{usage}");
+    assert!(usage["total_cost_note"].as_str().unwrap().contains("no price is set for the model"), "{usage}");
+    let text = common::stdout(&h2htalk(&["runs", "show", id, "--db", db.to_str().unwrap()]));
+    assert!(text.contains("| price not set | price not set |"), "{text}");
+
+    let config = dir.path().join("h2htalk.toml");
+    let url = server.base_url();
+    std::fs::write(
+        &config,
+        format!(
+            "[[model]]\nname = \"unpriced\"\nbase_url = \"{url}\"\nmodel = \"test\"\n\n\
+             [[model]]\nname = \"free\"\nbase_url = \"{url}\"\nmodel = \"test\"\nprice_input_per_million = 0\nprice_output_per_million = 0\n"
+        ),
+    )
+    .unwrap();
+    let run_with = |name: &str, db: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--config", config.to_str().unwrap(), "--model", name, "--suite"];
+        let suite = suite();
+        let db = dir.path().join(db);
+        let (suite, db) = (suite, db.to_str().unwrap().to_string());
+        args.extend([suite.as_str(), "--db", db.as_str(), "--metrics", "lexical", "--tasks", "dialogue_base", "--limit", "1", "--json"]);
+        args.extend_from_slice(extra);
+        h2htalk(&args)
+    };
+    let unpriced = common::json_of(&run_with("unpriced", "b.db", &[]));
+    assert!(unpriced["cost_usd"].is_null(), "{unpriced}");
+    let free = common::json_of(&run_with("free", "c.db", &[]));
+    assert_eq!(free["cost_usd"].as_f64(), Some(0.0), "{free}");
+    let refused = run_with("unpriced", "d.db", &["--max-cost", "1"]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("needs the model's prices") && err.contains("0 for a free model"), "{err}");
+}
+
 /// A resumed run knows what it spent: `--max-cost` counts on from there, and the limit recorded
 /// with the run applies again when none is given.
 #[test]

@@ -12,8 +12,8 @@
 //! max_concurrency = 16
 //! requests_per_minute = 600
 //! tokens_per_minute = 200000
-//! price_input_per_million = 0.15          # USD, for cost accounting
-//! price_output_per_million = 0.60
+//! price_input_per_million = 0.15          # USD, for cost accounting; not set: the cost is
+//! price_output_per_million = 0.60         # unknown (never 0); give both (one alone: the other is 0)
 //! timeout_s = 120
 //! max_attempts = 5
 //! [model.headers]
@@ -57,10 +57,11 @@ pub struct ModelConfig {
     pub requests_per_minute: Option<u32>,
     #[serde(default)]
     pub tokens_per_minute: Option<u64>,
+    /// USD per million input tokens; `None` (not set) is not 0: costs are then unknown.
     #[serde(default)]
-    pub price_input_per_million: f64,
+    pub price_input_per_million: Option<f64>,
     #[serde(default)]
-    pub price_output_per_million: f64,
+    pub price_output_per_million: Option<f64>,
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
     #[serde(default = "default_attempts")]
@@ -107,10 +108,18 @@ impl ModelConfig {
         }
     }
 
-    /// Cost in USD of the given token counts.
-    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
-        (input_tokens as f64 * self.price_input_per_million + output_tokens as f64 * self.price_output_per_million)
-            / 1e6
+    /// The entry's prices (input, output) in USD per million tokens; `None` when neither is set.
+    /// One given alone leaves the other at 0.
+    pub fn prices(&self) -> Option<(f64, f64)> {
+        match (self.price_input_per_million, self.price_output_per_million) {
+            (None, None) => None,
+            (i, o) => Some((i.unwrap_or(0.0), o.unwrap_or(0.0))),
+        }
+    }
+
+    /// Cost in USD of the given token counts; `None` when no price is set.
+    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> Option<f64> {
+        self.prices().map(|(i, o)| (input_tokens as f64 * i + output_tokens as f64 * o) / 1e6)
     }
 
     /// Checks the entry; a problem comes back as (field, message).
@@ -366,7 +375,12 @@ mod tests {
         let c = Config::load(&path).unwrap();
         let a = c.get("a").unwrap();
         assert_eq!((a.model.as_str(), a.max_tokens, a.seed, a.base_urls().len()), ("a", 512, Some(0), 2));
-        assert_eq!(a.cost(0, 1_000_000), 2.0);
+        assert_eq!((a.cost(0, 1_000_000), a.prices()), (Some(2.0), Some((0.0, 2.0))));
+        // No price given: not set, which is not 0 (a free model says `= 0`).
+        std::fs::write(&path, "[[model]]\nname = \"b\"\nbase_url = \"http://x\"\n[[model]]\nname = \"f\"\nbase_url = \"http://x\"\nprice_input_per_million = 0\nprice_output_per_million = 0\n").unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!((c.get("b").unwrap().prices(), c.get("b").unwrap().cost(10, 10)), (None, None));
+        assert_eq!((c.get("f").unwrap().prices(), c.get("f").unwrap().cost(10, 10)), (Some((0.0, 0.0)), Some(0.0)));
 
         std::fs::write(&path, "[[model]]\nname = \"a\"\nbase_url = \"http://x\"\ntemprature = 1\n").unwrap();
         let e = Config::load(&path).unwrap_err().to_string();

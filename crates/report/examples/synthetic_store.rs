@@ -115,7 +115,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             model_id: ModelSpec { provider: "synthetic".into(), name, endpoint: format!("synthetic://seed/{seed}") },
             model_config: Some(json!({"synthetic": true, "skill": skill})),
             settings: GenerationSettings::default(),
-            prices: Prices::default(),
+            prices: Some(Prices::default()),
             max_cost_usd: None,
             scoring: ScoringSpec {
                 profile,

@@ -211,12 +211,14 @@ pub struct ModelUsage {
     pub output_tokens: u64,
     /// Generations recorded without usage: their tokens are unknown, not 0.
     pub unknown_usage: usize,
-    pub prices: Prices,
-    /// USD: the run specification's prices × the tokens; `None` (unknown) when some usage is
-    /// unknown and tokens are not free.
+    /// The run specification's prices; `None`: not set (the cost is then unknown, never 0).
+    pub prices: Option<Prices>,
+    /// USD: the run specification's prices × the tokens; `None` (unknown) when the price is not
+    /// set, or some usage is unknown and tokens are not free.
     pub cost_usd: Option<f64>,
-    /// The cost of the tokens that are known (a lower bound when `cost_usd` is unknown).
-    pub known_cost_usd: f64,
+    /// The cost of the tokens that are known (a lower bound when `cost_usd` is unknown); `None`
+    /// when the price is not set.
+    pub known_cost_usd: Option<f64>,
 }
 
 /// The tokens of one helper model's calls for a run, and their cost.
@@ -816,7 +818,7 @@ fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection {
     let input_tokens = generated.iter().filter_map(|i| i.input_tokens).sum();
     let output_tokens = generated.iter().filter_map(|i| i.output_tokens).sum();
     let unknown_usage = generated.iter().filter(|i| i.unknown_usage).count();
-    let known_cost_usd = prices.cost(input_tokens, output_tokens);
+    let known_cost_usd = prices.map(|p| p.cost(input_tokens, output_tokens));
     let model = ModelUsage {
         model: run.run.spec.model_id.to_string(),
         generations: generated.len(),
@@ -824,7 +826,7 @@ fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection {
         output_tokens,
         unknown_usage,
         prices,
-        cost_usd: (unknown_usage == 0 || prices.free()).then_some(known_cost_usd),
+        cost_usd: known_cost_usd.filter(|_| unknown_usage == 0 || prices.is_some_and(|p| p.free())),
         known_cost_usd,
     };
     let judge_ran = rows.judges.iter().any(|j| !j.rows.is_empty())
@@ -846,7 +848,9 @@ fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection {
     );
     // The run's cost: every part must be known.
     let mut missing = Vec::new();
-    if model.cost_usd.is_none() {
+    if model.prices.is_none() {
+        missing.push(format!("no price is set for the model {}", model.model));
+    } else if model.cost_usd.is_none() {
         missing.push(format!("the model's cost is unknown ({unknown_usage} generations without usage)"));
     }
     for (role, h) in [("judge", &judge), ("simulated user", &simulator), ("model in simulations", &model_in_simulation)]
@@ -1330,11 +1334,14 @@ fn usage_table(u: &UsageSection) -> Table {
         count_cell(sec, "model", "input_tokens", big(m.input_tokens)),
         count_cell(sec, "model", "output_tokens", big(m.output_tokens)),
         count_cell(sec, "model", "unknown_usage", m.unknown_usage),
-        text_cell(prices_text(Some(m.prices))),
+        text_cell(prices_text(m.prices)),
         cost_cell(
             "model",
             m.cost_usd,
-            format!("unknown ({} generations without usage; known part {:.4})", m.unknown_usage, m.known_cost_usd),
+            match m.known_cost_usd {
+                None => "price not set".to_string(),
+                Some(known) => format!("unknown ({} generations without usage; known part {known:.4})", m.unknown_usage),
+            },
         ),
     ]];
     for (role, label, h) in [

@@ -39,7 +39,7 @@ fn make_run(store: &mut Store, id: &str, model: &str, sap: SapMode) {
         })
         .collect();
     let mut spec = h2htalk_testkit::spec("openai", model, sap);
-    spec.prices = Prices { input_per_million: 3.0, output_per_million: 15.0 };
+    spec.prices = Some(Prices { input_per_million: 3.0, output_per_million: 15.0 });
     store.create_run(id, &spec, &items).unwrap();
     let gens: Vec<GenerationRow> = ITEMS
         .iter()

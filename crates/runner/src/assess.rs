@@ -60,9 +60,10 @@ fn open(spec: &str, base_url: Option<&str>, api_key_env: Option<&str>, run: &Mod
 }
 
 /// The prices of a helper model (a judge, the simulated user) as configured: a `[[model]]`
-/// entry's, 0 for a local model, `None` (not set) for `openai:NAME` given on the command line.
+/// entry's (`None` when it sets none), 0 for a local model, `None` (not set) for `openai:NAME` given
+/// on the command line.
 pub fn helper_prices(spec: &str, resolved: &Resolved) -> Option<Prices> {
-    (!spec.starts_with("openai:")).then(|| resolved.prices())
+    if spec.starts_with("openai:") { None } else { resolved.prices() }
 }
 
 /// Refuses combinations that cannot work, before anything is generated.
@@ -246,7 +247,7 @@ pub async fn assess(
                     ..GenerationSettings::default()
                 },
                 simulator_prices: sim.prices,
-                companion_prices: Some(spec.prices),
+                companion_prices: spec.prices,
                 judge: handle,
                 max_parse_attempts: settings.max_parse_attempts,
                 texts,

@@ -41,7 +41,9 @@ impl Counters {
 /// How a generation phase runs, beyond the model and its settings.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GenerateOptions {
-    pub prices: Prices,
+    /// The model's prices; `None` (not set): nothing is counted as spent, and a cost limit is
+    /// refused before generation.
+    pub prices: Option<Prices>,
     /// Stop starting new items once the cost reaches this many USD (counting what the run had
     /// already spent, which the counters start from). An answer without usage stops the run too
     /// when tokens have a price: its cost is unknown, never free.
@@ -180,7 +182,7 @@ pub async fn generate(
                     (Some(i), Some(o)) => {
                         counters.input_tokens.fetch_add(i, Ordering::Relaxed);
                         counters.output_tokens.fetch_add(o, Ordering::Relaxed);
-                        let micro = (prices.cost(i, o) * 1e6).round() as u64;
+                        let micro = prices.map_or(0, |p| (p.cost(i, o) * 1e6).round() as u64);
                         let total = counters.cost_micro_usd.fetch_add(micro, Ordering::Relaxed) + micro;
                         if max_cost.is_some_and(|m| total as f64 / 1e6 >= m) {
                             stop.store(true, Ordering::Relaxed);
@@ -188,7 +190,7 @@ pub async fn generate(
                     }
                     _ => {
                         counters.unknown_usage.fetch_add(1, Ordering::Relaxed);
-                        if max_cost.is_some() && !prices.free() {
+                        if max_cost.is_some() && !prices.is_some_and(|p| p.free()) {
                             unenforceable.store(true, Ordering::Relaxed);
                             stop.store(true, Ordering::Relaxed);
                         }

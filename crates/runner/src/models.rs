@@ -61,11 +61,13 @@ impl Resolved {
             .collect()
     }
 
-    pub fn prices(&self) -> Prices {
-        self.config.as_ref().map_or_else(Prices::default, |c| Prices {
-            input_per_million: c.price_input_per_million,
-            output_per_million: c.price_output_per_million,
-        })
+    /// The model's prices: a config entry's as given (`None` when it sets none, as for
+    /// `openai:NAME` on the command line), 0 for a local model (free).
+    pub fn prices(&self) -> Option<Prices> {
+        match &self.config {
+            None => Some(Prices::default()),
+            Some(c) => c.prices().map(|(i, o)| Prices { input_per_million: i, output_per_million: o }),
+        }
     }
 
     /// The model's configuration as recorded with a run: header values and keys never.

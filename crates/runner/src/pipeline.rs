@@ -48,8 +48,9 @@ pub struct Outcome {
     /// Items still without a result.
     pub pending: usize,
     pub summary: RunSummary,
-    /// Cost of the answers whose usage is known, under the run's prices.
-    pub cost_usd: f64,
+    /// Cost of the answers whose usage is known, under the run's prices; `None` when the model's
+    /// price is not set.
+    pub cost_usd: Option<f64>,
     pub assessment: Assessment,
     pub report: ReportPaths,
     /// The model's label, for messages.
@@ -89,6 +90,13 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         let schedulers: Vec<_> = endpoints.iter().map(|e| e.scheduler.clone()).collect();
         let counters = Arc::new(Counters::default());
         counters.total.store(items.len(), Ordering::Relaxed);
+        if let (Some(limit), None) = (spec.max_cost_usd, spec.prices) {
+            return Err(RunError::Usage(format!(
+                "a cost limit (${limit}) needs the model's prices, and {} has none set: give its [[model]] entry \
+                 price_input_per_million and price_output_per_million (0 for a free model)",
+                spec.model_id
+            )));
+        }
         // A resumed run knows what it has spent: the cost limit counts on from there.
         let spent = spent_usd(&store, &run_id, &spec)?;
         counters.cost_micro_usd.store((spent * 1e6).round() as u64, Ordering::Relaxed);
@@ -130,7 +138,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         RunStatus::Complete
     };
     store.set_status(&run_id, status)?;
-    let cost_usd = spec.prices.cost(summary.input_tokens, summary.output_tokens);
+    let cost_usd = spec.prices.map(|p| p.cost(summary.input_tokens, summary.output_tokens));
     let report_dir = options
         .report_dir
         .clone()
@@ -161,7 +169,7 @@ fn spent_usd(store: &Store, run_id: &str, spec: &RunSpec) -> Result<f64> {
         input += g.input_tokens.unwrap_or(0);
         output += g.output_tokens.unwrap_or(0);
     }
-    Ok(spec.prices.cost(input, output))
+    Ok(spec.prices.map_or(0.0, |p| p.cost(input, output)))
 }
 
 impl From<h2htalk_neural::NeuralError> for RunError {

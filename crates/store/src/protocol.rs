@@ -191,7 +191,7 @@ mod tests {
         b.model.spec = "openai:b".into();
         b.model_id.name = "b".into();
         b.model.base_url = Some("http://127.0.0.1:2/v1".into());
-        b.prices.input_per_million = 3.0;
+        b.prices = Some(crate::spec::Prices { input_per_million: 3.0, output_per_million: 0.0 });
         b.sap.mode = h2htalk_data::SapMode::Off;
         assert_eq!(a.protocol().fingerprint(), b.protocol().fingerprint());
         assert!(a.protocol().differences(&b.protocol()).is_empty());

@@ -187,7 +187,9 @@ pub struct RunSpec {
     /// The model's config entry (header names only, never values or keys); `None` for local models.
     pub model_config: Option<Value>,
     pub settings: GenerationSettings,
-    pub prices: Prices,
+    /// The model's prices; `None` (`null`): not set, so its cost is unknown (never 0). Runs stored
+    /// before "not set" was recorded hold the 0 an unset price defaulted to, read as 0.
+    pub prices: Option<Prices>,
     /// Stop starting new items once the run's cost reaches this many USD.
     pub max_cost_usd: Option<f64>,
     pub scoring: ScoringSpec,
@@ -293,6 +295,19 @@ mod tests {
         "redact":false,
         "judge":{"spec":"openai:j","base_url":"http://127.0.0.1:2/v1","api_key_env":null,"seed":3,"max_tokens":null},
         "simulation":null}"#;
+
+    #[test]
+    fn prices_not_set_are_null_and_stored_zero_prices_read_as_zero() {
+        // Stored before "not set" was recorded: the 0 an unset price defaulted to reads as 0.
+        let old: RunSpec = serde_json::from_str(BEFORE_PANELS).unwrap();
+        assert_eq!(old.prices, Some(Prices::default()));
+        let mut spec = old.clone();
+        spec.prices = None;
+        let json = serde_json::to_value(&spec).unwrap();
+        assert!(json["prices"].is_null(), "{json}");
+        let back: RunSpec = serde_json::from_value(json).unwrap();
+        assert_eq!(back.prices, None);
+    }
 
     #[test]
     fn a_specification_from_before_panels_still_loads_and_round_trips() {

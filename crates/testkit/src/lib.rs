@@ -50,7 +50,7 @@ pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
         model_id: ModelSpec { provider: provider.into(), name: name.into(), endpoint: "test".into() },
         model_config: None,
         settings: GenerationSettings::default(),
-        prices: Prices::default(),
+        prices: Some(Prices::default()),
         max_cost_usd: None,
         scoring: ScoringSpec {
             profile: Profile::Strict,

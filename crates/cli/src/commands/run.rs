@@ -315,7 +315,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         String::new()
     };
-    println!("tokens {} in / {} out, cost ${:.4}{unknown}", s.input_tokens, s.output_tokens, out.cost_usd);
+    let cost = out.cost_usd.map_or_else(|| "price not set".to_string(), |c| format!("${c:.4}"));
+    println!("tokens {} in / {} out, cost {cost}{unknown}", s.input_tokens, s.output_tokens);
     if !s.faults_seen.is_empty() {
         let faults: Vec<String> = s.faults_seen.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("faults met (retried where possible): {}", faults.join(", "));

@@ -30,7 +30,7 @@ fn runs_of(specs: &[(&str, SapMode)], items: &[(&str, &str)]) -> (TempDir, Vec<R
             })
             .collect();
         let mut spec = h2htalk_testkit::spec("openai", "m", *sap);
-        spec.prices = Prices { input_per_million: 1.0, output_per_million: 2.0 };
+        spec.prices = Some(Prices { input_per_million: 1.0, output_per_million: 2.0 });
         store.create_run(id, &spec, &rows).unwrap();
         let gens: Vec<GenerationRow> = items
             .iter()
@@ -347,12 +347,26 @@ fn unknown_usage_makes_the_cost_unknown_unless_tokens_are_free() {
     let a = build(&runs, &[empty_rows()], &cfg()).unwrap();
     let m = &a.runs[0].usage.model;
     assert_eq!((m.input_tokens, m.unknown_usage, m.cost_usd), (10, 1, None));
-    assert!(m.known_cost_usd > 0.0);
+    assert!(m.known_cost_usd.unwrap() > 0.0);
     let md = run_markdown(&a.runs[0], "95");
     assert!(md.contains("unknown (1 generations without usage"), "{md}");
-    runs[0].run.spec.prices = Prices::default();
+    runs[0].run.spec.prices = Some(Prices::default());
     let a = build(&runs, &[empty_rows()], &cfg()).unwrap();
     assert_eq!(a.runs[0].usage.model.cost_usd, Some(0.0));
+    // A price not set is not 0: the cost is unknown, saying why, and so is the run's total.
+    runs[0].run.spec.prices = None;
+    runs[0].items[1].input_tokens = Some(5);
+    runs[0].items[1].unknown_usage = false;
+    let a = build(&runs, &[empty_rows()], &cfg()).unwrap();
+    let m = &a.runs[0].usage.model;
+    assert_eq!((m.prices, m.cost_usd, m.known_cost_usd), (None, None, None));
+    assert_eq!(a.runs[0].usage.total_cost_usd, None);
+    assert!(a.runs[0].usage.total_cost_note.as_deref().unwrap().contains("no price is set for the model"), "{:?}", a.runs[0].usage);
+    let md = run_markdown(&a.runs[0], "95");
+    assert!(md.contains("| price not set | price not set |"), "{md}");
+    let figs = figures(&a, "95");
+    let cost = figs.iter().map(|(_, f)| f).find(|f| f.group == "model" && f.key == "cost_usd").unwrap();
+    assert_eq!(cost.value, None);
 }
 
 const SAFETY_TASK: &str = h2htalk_store::SAFETY_GROUP;
