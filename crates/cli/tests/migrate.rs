@@ -103,7 +103,7 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
     // rows after them (their `kind` names the section).
     let (new_csv, old_csv) = (unmark(&csv(&report)), csv(&fixture().join("expected/report")));
     let added = new_csv.strip_prefix(&old_csv).expect("the release's rows come first, unchanged");
-    let kinds = ["format_checks", "judge:", "safety:", "simulator", "usage", "sap_safety"];
+    let kinds = ["format_checks", "judge:", "safety:", "simulator", "usage", "sap_safety", "tag_simulator"];
     for line in added.lines() {
         let kind = line.split(',').nth(5).unwrap();
         assert!(kinds.iter().any(|k| kind.starts_with(k)), "not an assessment row: {line}");
