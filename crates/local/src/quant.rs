@@ -2,13 +2,16 @@
 //!
 //! A weight matrix keeps its GGUF blocks as they are in the file (Q8_0, Q5_0, Q4_K, Q6_K): a decoding
 //! step reads every weight once, so the bytes read decide the speed, and expanding them to f32 or
-//! to `i8` would read two to seven times more. Any other type is expanded to f32 at load.
+//! to `i8` would read two to seven times more. Any other type is expanded to f32 at load. Q5_0
+//! matrices also keep an unpacked copy for prompts, whose products are bound by arithmetic
+//! ([`QMatrix::wide`]).
 //!
 //! The activations are quantized to 8 bits before a product, as llama.cpp does: per 32 values (one
 //! scale each, [`Acts::quantize`]) for Q8_0 and Q5_0 weights, per 256 values for the K-quants. A
 //! weight block then meets its activation block as an integer dot product, scaled once per block.
 //!
-//! Every kernel has a portable version and an AVX2+FMA+F16C one, picked at run time
+//! Every kernel has a portable version and an AVX2+FMA+F16C one (the integer products also an
+//! AVX-VNNI one, summing the same integers), picked at run time
 //! ([`std::is_x86_feature_detected`]): a binary built on one x86-64 machine runs on another with
 //! fewer extensions. Both sum the same integers per block, so they differ only in the order of the
 //! float additions (tested below).
