@@ -112,7 +112,7 @@ pub struct Counters {
     reused_tokens: std::sync::atomic::AtomicU64,
 }
 
-/// A snapshot of [`Counters`].
+/// A snapshot of the engine's counters, taken by [`crate::LocalModel::stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Requests taken up (answered, failed or cancelled).

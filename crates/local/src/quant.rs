@@ -4,10 +4,10 @@
 //! step reads every weight once, so the bytes read decide the speed, and expanding them to f32 or
 //! to `i8` would read two to seven times more. Any other type is expanded to f32 at load. Q5_0
 //! matrices also keep an unpacked copy for prompts, whose products are bound by arithmetic
-//! ([`QMatrix::wide`]).
+//! (the `wide` field of [`QMatrix`]).
 //!
 //! The activations are quantized to 8 bits before a product, as llama.cpp does: per 32 values (one
-//! scale each, [`Acts::quantize`]) for Q8_0 and Q5_0 weights, per 256 values for the K-quants. A
+//! scale each, computed once per [`Acts`]) for Q8_0 and Q5_0 weights, per 256 values for the K-quants. A
 //! weight block then meets its activation block as an integer dot product, scaled once per block.
 //!
 //! Every kernel has a portable version and an AVX2+FMA+F16C one (the integer products also an
@@ -87,7 +87,7 @@ pub struct QMatrix {
     wide: Vec<u8>,
 }
 
-/// Bytes of a Q5_0 block in [`QMatrix::wide`].
+/// Bytes of a Q5_0 block in `QMatrix::wide`.
 const WIDE: usize = 36;
 
 impl std::fmt::Debug for QMatrix {
@@ -527,7 +527,7 @@ fn dot_tile(format: Format, w: &[u8], q: &Quantized, first: usize, t: usize, out
     }
 }
 
-/// [`dot_tile`] of a row of [`QMatrix::wide`] (Q5_0 with the SIMD kernels): the same sums.
+/// [`dot_tile`] of a row of `QMatrix::wide` (Q5_0 with the SIMD kernels): the same sums.
 fn dot_tile_wide(w: &[u8], q: &Quantized, first: usize, t: usize, out: &mut [f32; TILE], kernel: Kernel) {
     match kernel {
         // SAFETY: as in `dot_tile`.
