@@ -6,6 +6,13 @@
 # then prints, per prompt, how many leading tokens of our greedy answer equal llama.cpp's, and with
 # llama.cpp's tokens fed one by one (teacher forcing) at how many positions our argmax is llama.cpp's
 # token, with our logit gap where it is not (a near tie when small).
+#
+# Two llama.cpp set-ups are compared, each in a server of its own:
+#   default        its defaults: keys and values cached as f16, flash attention on (on the CPU it
+#                  sums the attention-weighted values in an f16 accumulator);
+#   f32-attention  -fa off --cache-type-k f32 --cache-type-v f32: attention in f32, as our engine
+#                  computes it. llama.cpp's GELU still goes through its f16 table.
+# CONFIGS=default (or f32-attention) runs one of them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}
@@ -17,11 +24,8 @@ bin=$("$root/scripts/llama-cpp-baseline.sh")
 cargo build --release --locked -q --workspace --example greedy-compare --manifest-path "$root/Cargo.toml"
 compare="$CARGO_TARGET_DIR/release/examples/greedy-compare"
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-"$bin/llama-server" -m "$gguf" -t "${THREADS:-2}" --host 127.0.0.1 --port "$port" -np 1 -c 4096 \
-  >"$work/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+server=
+trap '[ -n "$server" ] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
 
 # The conversations: the greedy golden's four, and four more in the suite's style.
 cat >"$work/messages.json" <<'EOF'
@@ -40,11 +44,21 @@ cat >"$work/messages.json" <<'EOF'
 EOF
 "$compare" "$gguf" ids "$work/messages.json" >"$work/ids.json"
 
-for _ in $(seq 1 120); do
-  curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-  sleep 0.5
-done
-python3 - "$work/ids.json" "$work/cases.json" "$port" "$tokens" <<'EOF'
+for config in ${CONFIGS:-default f32-attention}; do
+  case "$config" in
+    default) args=() ;;
+    f32-attention) args=(-fa off --cache-type-k f32 --cache-type-v f32) ;;
+    *) echo "greedy-vs-llama: unknown set-up '$config' (default, f32-attention)" >&2; exit 2 ;;
+  esac
+  port=$((20000 + RANDOM % 20000))
+  "$bin/llama-server" -m "$gguf" -t "${THREADS:-2}" --host 127.0.0.1 --port "$port" -np 1 -c 4096 "${args[@]}" \
+    >"$work/server-$config.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 120); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  python3 - "$work/ids.json" "$work/cases-$config.json" "$port" "$tokens" <<'EOF'
 import json, sys, urllib.request
 ids_file, out_file, port, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 cases = []
@@ -58,5 +72,8 @@ for prompt in json.load(open(ids_file)):
     cases.append({"prompt": prompt, "tokens": answer["tokens"], "text": answer["content"]})
 json.dump(cases, open(out_file, "w"), ensure_ascii=False)
 EOF
-echo "same GGUF ($(basename "$gguf")), greedy, up to $tokens tokens, llama.cpp $(basename "$(dirname "$bin")")"
-"$compare" "$gguf" compare "$work/cases.json"
+  echo "same GGUF ($(basename "$gguf")), greedy, up to $tokens tokens, llama.cpp $(basename "$(dirname "$bin")"), set-up: $config"
+  "$compare" "$gguf" compare "$work/cases-$config.json"
+  kill $server 2>/dev/null; wait $server 2>/dev/null || true
+  server=
+done
