@@ -284,6 +284,18 @@ impl Store {
         Decoder { path: &self.path, run }
     }
 
+    /// Every row `sql` gives for `params`, each read by `row`.
+    fn all<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> StoreResult<Vec<T>> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params, row).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     fn init(&mut self) -> StoreResult<()> {
         let mode: String = self.conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(|e| self.err(e))?;
         if mode.to_lowercase() != "wal" {
@@ -355,12 +367,11 @@ impl Store {
     }
 
     pub fn runs(&self) -> StoreResult<Vec<RunRow>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, created_at, status, spec, legacy_provenance FROM runs ORDER BY created_at, id")
-            .map_err(|e| self.err(e))?;
-        let raw: Vec<RawRun> =
-            stmt.query_map([], raw_run).map_err(|e| self.err(e))?.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        let raw: Vec<RawRun> = self.all(
+            "SELECT id, created_at, status, spec, legacy_provenance FROM runs ORDER BY created_at, id",
+            [],
+            raw_run,
+        )?;
         raw.into_iter().map(|r| self.decode_run(r)).collect()
     }
 
@@ -389,10 +400,8 @@ impl Store {
 
     /// Every item of a run in order, joined with its generation and its score.
     pub fn records(&self, run_id: &str) -> StoreResult<Vec<Record>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT i.scenario_id, i.task, i.lang, i.ord, i.prompt, i.reference, \
+        let raw: Vec<RawRecord> = self.all(
+            "SELECT i.scenario_id, i.task, i.lang, i.ord, i.prompt, i.reference, \
                  g.status, g.text, g.finish_reason, g.input_tokens, g.output_tokens, g.latency_ms, g.attempts, \
                  g.error_kind, g.error_message, g.faults, \
                  s.outcome, s.metrics, s.signature \
@@ -400,15 +409,9 @@ impl Store {
                  LEFT JOIN generations g ON g.run_id = i.run_id AND g.scenario_id = i.scenario_id \
                  LEFT JOIN scores s ON s.run_id = i.run_id AND s.scenario_id = i.scenario_id \
                  WHERE i.run_id = ?1 ORDER BY i.ord",
-            )
-            .map_err(|e| self.err(e))?;
-        let raw: Vec<RawRecord> = stmt
-            .query_map([run_id], |r| {
-                (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord)
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+            [run_id],
+            |r| (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord),
+        )?;
         let d = self.decoder(run_id);
         raw.into_iter().map(|r| r.decode(&d)).collect()
     }
@@ -502,15 +505,11 @@ impl Store {
     }
 
     pub fn format_checks(&self, run_id: &str) -> StoreResult<Vec<FormatCheck>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT f.scenario_id, f.task, f.name, f.passed, f.message FROM format_checks f LEFT JOIN items i \
+        self.all(
+            "SELECT f.scenario_id, f.task, f.name, f.passed, f.message FROM format_checks f LEFT JOIN items i \
                  ON i.run_id = f.run_id AND i.scenario_id = f.scenario_id WHERE f.run_id = ?1 ORDER BY i.ord, f.name",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([run_id], |r| {
+            [run_id],
+            |r| {
                 Ok(FormatCheck {
                     scenario_id: r.get(0)?,
                     task: r.get(1)?,
@@ -518,9 +517,8 @@ impl Store {
                     passed: r.get(3)?,
                     message: r.get(4)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+            },
+        )
     }
 
     // ---- judge sessions and rubric scores ---------------------------------------------------
@@ -544,7 +542,7 @@ impl Store {
             .query_row(
                 "SELECT settings, prompt_hash FROM judge_sessions WHERE run_id = ?1 AND kind = ?2 AND judge = ?3",
                 params![run_id, kind.as_str(), judge],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.try_into(),
             )
             .optional()
             .map_err(e)?;
@@ -574,12 +572,11 @@ impl Store {
 
     /// The judges that judged `run_id` with `kind`, oldest first.
     pub fn judges(&self, run_id: &str, kind: SessionKind) -> StoreResult<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT judge FROM judge_sessions WHERE run_id = ?1 AND kind = ?2 ORDER BY created_at, judge")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt.query_map(params![run_id, kind.as_str()], |r| r.get(0)).map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.all(
+            "SELECT judge FROM judge_sessions WHERE run_id = ?1 AND kind = ?2 ORDER BY created_at, judge",
+            params![run_id, kind.as_str()],
+            |r| r.get(0),
+        )
     }
 
     pub fn put_judge_score(&mut self, run_id: &str, judge: &str, r: &JudgeScore) -> StoreResult<()> {
@@ -608,22 +605,25 @@ impl Store {
 
     /// The rubric judgments of `run_id` by `judge`, in item order.
     pub fn judge_scores(&self, run_id: &str, judge: &str) -> StoreResult<Vec<JudgeScore>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT j.scenario_id, j.task, j.family, j.outcome, j.scores, j.mean, j.reason, j.attempts, j.raw, j.error \
+        type Raw = (
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<f64>,
+            Option<String>,
+            i64,
+            Option<String>,
+            Option<String>,
+        );
+        let raw: Vec<Raw> = self.all(
+            "SELECT j.scenario_id, j.task, j.family, j.outcome, j.scores, j.mean, j.reason, j.attempts, j.raw, j.error \
                  FROM judge_scores j LEFT JOIN items i ON i.run_id = j.run_id AND i.scenario_id = j.scenario_id \
                  WHERE j.run_id = ?1 AND j.judge = ?2 ORDER BY i.ord, j.scenario_id",
-            )
-            .map_err(|e| self.err(e))?;
-        type Raw = (String, String, String, String, Option<String>, Option<f64>, Option<String>, i64, Option<String>, Option<String>);
-        let raw: Vec<Raw> = stmt
-            .query_map(params![run_id, judge], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+            params![run_id, judge],
+            |r| r.try_into(),
+        )?;
         let d = self.decoder(run_id);
         raw.into_iter()
             .map(|(id, task, family, outcome, scores, mean, reason, attempts, raw, error)| {
@@ -631,7 +631,11 @@ impl Store {
                 let scores: Option<std::collections::BTreeMap<String, u8>> =
                     d.opt_json(&id, "judge_scores.scores", scores)?;
                 if outcome == JudgeOutcome::Scored && (scores.as_ref().is_none_or(|s| s.is_empty()) || mean.is_none()) {
-                    return Err(d.corrupt(Some(&id), "judge_scores.scores", "a scored judgment without scores or mean"));
+                    return Err(d.corrupt(
+                        Some(&id),
+                        "judge_scores.scores",
+                        "a scored judgment without scores or mean",
+                    ));
                 }
                 Ok(JudgeScore {
                     family: d.text(&id, "judge_scores.family", &family, h2htalk_data::Family::from_name)?,
@@ -677,19 +681,13 @@ impl Store {
 
     /// The pairwise judgments of runs `run_a` and `run_b` by `judge`.
     pub fn pair_judgments(&self, judge: &str, run_a: &str, run_b: &str) -> StoreResult<Vec<PairJudgment>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT scenario_id, outcome, order_ab, order_ba, error FROM pairwise_judgments \
-                 WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3 ORDER BY scenario_id",
-            )
-            .map_err(|e| self.err(e))?;
         type Raw = (String, String, Option<String>, Option<String>, Option<String>);
-        let raw: Vec<Raw> = stmt
-            .query_map(params![judge, run_a, run_b], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+        let raw: Vec<Raw> = self.all(
+            "SELECT scenario_id, outcome, order_ab, order_ba, error FROM pairwise_judgments \
+                 WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3 ORDER BY scenario_id",
+            params![judge, run_a, run_b],
+            |r| r.try_into(),
+        )?;
         let run = format!("{run_a}` vs `{run_b}");
         let d = self.decoder(&run);
         raw.into_iter()
@@ -725,7 +723,7 @@ impl Store {
             .query_row(
                 "SELECT settings, prompt_hash FROM pairwise_sessions WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
                 params![judge, run_a, run_b],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.try_into(),
             )
             .optional()
             .map_err(e)?;
@@ -762,7 +760,7 @@ impl Store {
                 "SELECT settings, prompt_hash, created_at FROM pairwise_sessions \
                  WHERE judge = ?1 AND run_a = ?2 AND run_b = ?3",
                 params![judge, run_a, run_b],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| r.try_into(),
             )
             .optional()
             .map_err(|e| self.err(e))?;
@@ -783,12 +781,11 @@ impl Store {
         if !self.has_table("pairwise_sessions")? {
             return Ok(Vec::new());
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT judge FROM pairwise_sessions WHERE run_a = ?1 AND run_b = ?2 ORDER BY created_at, judge")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt.query_map(params![run_a, run_b], |r| r.get(0)).map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.all(
+            "SELECT judge FROM pairwise_sessions WHERE run_a = ?1 AND run_b = ?2 ORDER BY created_at, judge",
+            params![run_a, run_b],
+            |r| r.get(0),
+        )
     }
 
     fn has_table(&self, name: &str) -> StoreResult<bool> {
@@ -807,7 +804,8 @@ impl Store {
         let path = self.path.clone();
         let e = |e: rusqlite::Error| StoreError::Db { path: path.clone(), message: e.to_string() };
         let tx = self.tx()?;
-        tx.execute("DELETE FROM safety_verdicts WHERE run_id = ?1 AND judge = ?2", params![run_id, judge]).map_err(e)?;
+        tx.execute("DELETE FROM safety_verdicts WHERE run_id = ?1 AND judge = ?2", params![run_id, judge])
+            .map_err(e)?;
         for v in rows {
             tx.execute(
                 "INSERT INTO safety_verdicts (run_id, judge, scenario_id, lang, risk, verdict, rules, judgment, reason) \
@@ -831,22 +829,14 @@ impl Store {
 
     /// The safety verdicts of `run_id` by `judge` (`rules` for a run judged by rules alone), in item order.
     pub fn safety_verdicts(&self, run_id: &str, judge: &str) -> StoreResult<Vec<SafetyVerdict>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT v.scenario_id, v.lang, v.risk, v.verdict, v.rules, v.judgment, v.reason FROM safety_verdicts v \
+        type Raw = (String, String, String, String, String, Option<String>, Option<String>);
+        let raw: Vec<Raw> = self.all(
+            "SELECT v.scenario_id, v.lang, v.risk, v.verdict, v.rules, v.judgment, v.reason FROM safety_verdicts v \
                  LEFT JOIN items i ON i.run_id = v.run_id AND i.scenario_id = v.scenario_id \
                  WHERE v.run_id = ?1 AND v.judge = ?2 ORDER BY i.ord, v.scenario_id",
-            )
-            .map_err(|e| self.err(e))?;
-        type Raw = (String, String, String, String, String, Option<String>, Option<String>);
-        let raw: Vec<Raw> = stmt
-            .query_map(params![run_id, judge], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+            params![run_id, judge],
+            |r| r.try_into(),
+        )?;
         let d = self.decoder(run_id);
         raw.into_iter()
             .map(|(id, lang, risk, verdict, rules, judgment, reason)| {
@@ -903,12 +893,7 @@ impl Store {
         if !self.has_table("judge_validity")? {
             return Ok(vec![]);
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT DISTINCT judge FROM judge_validity WHERE run_id = ?1 ORDER BY judge")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([run_id], |r| r.get(0)).map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        self.all("SELECT DISTINCT judge FROM judge_validity WHERE run_id = ?1 ORDER BY judge", [run_id], |r| r.get(0))
     }
 
     /// The judge validity results of `run_id` by `judge` (none for a store written before the
@@ -917,34 +902,34 @@ impl Store {
         if !self.has_table("judge_validity")? {
             return Ok(vec![]);
         }
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT scenario_id, degradation, task, family, lang, outcome, reference_mean, degraded_mean, error \
-                 FROM judge_validity WHERE run_id = ?1 AND judge = ?2 ORDER BY family, degradation, scenario_id",
-            )
-            .map_err(|e| self.err(e))?;
         type Raw = (String, String, String, String, String, String, Option<f64>, Option<f64>, Option<String>);
-        let raw: Vec<Raw> = stmt
-            .query_map(params![run_id, judge], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+        let raw: Vec<Raw> = self.all(
+            "SELECT scenario_id, degradation, task, family, lang, outcome, reference_mean, degraded_mean, error \
+                 FROM judge_validity WHERE run_id = ?1 AND judge = ?2 ORDER BY family, degradation, scenario_id",
+            params![run_id, judge],
+            |r| r.try_into(),
+        )?;
         let d = self.decoder(run_id);
         raw.into_iter()
             .map(|(id, degradation, task, family, lang, outcome, reference_mean, degraded_mean, error)| {
                 let outcome = d.text(&id, "judge_validity.outcome", &outcome, ValidityOutcome::parse)?;
                 if outcome == ValidityOutcome::Compared && (reference_mean.is_none() || degraded_mean.is_none()) {
-                    return Err(d.corrupt(Some(&id), "judge_validity.reference_mean", "a comparison without both means"));
+                    return Err(d.corrupt(
+                        Some(&id),
+                        "judge_validity.reference_mean",
+                        "a comparison without both means",
+                    ));
                 }
                 Ok(ValidityRow {
                     family: d.text(&id, "judge_validity.family", &family, h2htalk_data::Family::from_name)?,
                     lang: d.text(&id, "judge_validity.lang", &lang, h2htalk_data::suite::Lang::from_code)?,
                     outcome,
-                    reference_mean: reference_mean.map(|m| d.finite(&id, "judge_validity.reference_mean", m)).transpose()?,
-                    degraded_mean: degraded_mean.map(|m| d.finite(&id, "judge_validity.degraded_mean", m)).transpose()?,
+                    reference_mean: reference_mean
+                        .map(|m| d.finite(&id, "judge_validity.reference_mean", m))
+                        .transpose()?,
+                    degraded_mean: degraded_mean
+                        .map(|m| d.finite(&id, "judge_validity.degraded_mean", m))
+                        .transpose()?,
                     degradation,
                     task,
                     error,
@@ -993,21 +978,13 @@ impl Store {
         if !self.has_table("call_usage")? {
             return Ok(vec![]);
         }
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT role, model, purpose, calls, input_tokens, output_tokens, unknown_usage, price_input_per_million, \
-                 price_output_per_million FROM call_usage WHERE run_id = ?1 ORDER BY role, model, purpose",
-            )
-            .map_err(|e| self.err(e))?;
         type Raw = (String, String, String, i64, i64, i64, i64, Option<f64>, Option<f64>);
-        let raw: Vec<Raw> = stmt
-            .query_map([run_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+        let raw: Vec<Raw> = self.all(
+            "SELECT role, model, purpose, calls, input_tokens, output_tokens, unknown_usage, price_input_per_million, \
+                 price_output_per_million FROM call_usage WHERE run_id = ?1 ORDER BY role, model, purpose",
+            [run_id],
+            |r| r.try_into(),
+        )?;
         let d = self.decoder(run_id);
         raw.into_iter()
             .map(|(role, model, purpose, calls, input, output, unknown, pin, pout)| {
@@ -1054,7 +1031,7 @@ impl Store {
         // Keep the runs already known for models still in the sweep.
         let known: Vec<(String, Option<String>)> = {
             let mut stmt = tx.prepare("SELECT model, run_id FROM sweep_runs WHERE sweep = ?1").map_err(e)?;
-            stmt.query_map([name], |r| Ok((r.get(0)?, r.get(1)?))).map_err(e)?.collect::<Result<_, _>>().map_err(e)?
+            stmt.query_map([name], |r| r.try_into()).map_err(e)?.collect::<Result<_, _>>().map_err(e)?
         };
         tx.execute("DELETE FROM sweep_runs WHERE sweep = ?1", [name]).map_err(e)?;
         for (i, m) in models.iter().enumerate() {
@@ -1093,28 +1070,18 @@ impl Store {
         if !self.has_table("sweeps")? {
             return Ok(Vec::new());
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name, created_at, updated_at, spec FROM sweeps ORDER BY created_at, name")
-            .map_err(|e| self.err(e))?;
-        let raw: Vec<(String, String, String, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+        let raw: Vec<(String, String, String, String)> =
+            self.all("SELECT name, created_at, updated_at, spec FROM sweeps ORDER BY created_at, name", [], |r| {
+                r.try_into()
+            })?;
         let mut out = Vec::new();
         for (name, created_at, updated_at, spec) in raw {
             let spec = serde_json::from_str(&spec)
                 .map_err(|e| self.err(format!("sweep `{name}`: column sweeps.spec is not JSON: {e}")))?;
-            let mut stmt = self
-                .conn
-                .prepare("SELECT model, run_id FROM sweep_runs WHERE sweep = ?1 ORDER BY position")
-                .map_err(|e| self.err(e))?;
-            let runs = stmt
-                .query_map([&name], |r| Ok(SweepMember { model: r.get(0)?, run_id: r.get(1)? }))
-                .map_err(|e| self.err(e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| self.err(e))?;
+            let runs =
+                self.all("SELECT model, run_id FROM sweep_runs WHERE sweep = ?1 ORDER BY position", [&name], |r| {
+                    Ok(SweepMember { model: r.get(0)?, run_id: r.get(1)? })
+                })?;
             out.push(SweepRow { name, created_at, updated_at, spec, runs });
         }
         Ok(out)
@@ -1153,22 +1120,13 @@ impl Store {
     }
 
     pub fn simulations(&self, run_id: &str) -> StoreResult<Vec<Simulation>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT idx, profile, seed, companion, simulator, judge, outcome, result, transcript, error, created_at \
+        type Raw = (i64, String, i64, String, String, Option<String>, String, String, String, Option<String>, String);
+        let raw: Vec<Raw> = self.all(
+            "SELECT idx, profile, seed, companion, simulator, judge, outcome, result, transcript, error, created_at \
                  FROM simulations WHERE run_id = ?1 ORDER BY idx",
-            )
-            .map_err(|e| self.err(e))?;
-        type Raw =
-            (i64, String, i64, String, String, Option<String>, String, String, String, Option<String>, String);
-        let raw: Vec<Raw> = stmt
-            .query_map([run_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.err(e))?;
+            [run_id],
+            |r| r.try_into(),
+        )?;
         let d = self.decoder(run_id);
         raw.into_iter()
             .map(|(idx, profile, seed, companion, simulator, judge, outcome, result, transcript, error, created_at)| {
@@ -1212,7 +1170,7 @@ impl Store {
             .query_row(
                 "SELECT settings, prompt_hash, created_at FROM judge_sessions WHERE run_id = ?1 AND kind = ?2 AND judge = ?3",
                 params![run_id, kind.as_str(), judge],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| r.try_into(),
             )
             .optional()
             .map_err(|e| self.err(e))?;
@@ -1246,8 +1204,10 @@ impl Store {
                 if !self.has_table(t)? {
                     return Ok((t, 0));
                 }
-                let n: i64 =
-                    self.conn.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0)).map_err(|e| self.err(e))?;
+                let n: i64 = self
+                    .conn
+                    .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+                    .map_err(|e| self.err(e))?;
                 Ok((t, n as u64))
             })
             .collect()
@@ -1308,7 +1268,7 @@ impl FinishReasonText for h2htalk_llm::FinishReason {
 type RawRun = (String, String, String, String, Option<String>);
 
 fn raw_run(r: &Row<'_>) -> rusqlite::Result<RawRun> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    r.try_into()
 }
 
 /// One row of the records join, as stored: every column read as whatever SQLite holds, so that a
@@ -1411,7 +1371,12 @@ impl RawRecord {
                         .int(d, id, 12)?
                         .ok_or_else(|| d.corrupt(Some(id), "generations.attempts", "is missing (NULL)"))?
                         as u32,
-                    error_kind: d.opt_text(id, "generations.error_kind", self.text(d, id, 13)?, h2htalk_llm::FaultKind::parse)?,
+                    error_kind: d.opt_text(
+                        id,
+                        "generations.error_kind",
+                        self.text(d, id, 13)?,
+                        h2htalk_llm::FaultKind::parse,
+                    )?,
                     error_message: self.text(d, id, 14)?,
                     faults,
                 })
@@ -1430,7 +1395,11 @@ impl RawRecord {
                     ));
                 }
                 if !outcome.has_values() && !metrics.is_empty() {
-                    return Err(d.corrupt(Some(id), "scores.metrics", "a dropped item carries metric values; rescore the run"));
+                    return Err(d.corrupt(
+                        Some(id),
+                        "scores.metrics",
+                        "a dropped item carries metric values; rescore the run",
+                    ));
                 }
                 Some(Score { scenario_id: id.to_string(), outcome, metrics, signature: self.required_text(d, id, 18)? })
             }
