@@ -1,8 +1,6 @@
 //! Sentence BLEU as nltk 3.10 `sentence_bleu` computes it with one reference and
 //! `SmoothingFunction().method1`, for the four weight vectors the official evaluator uses.
 
-use std::collections::HashMap;
-
 use crate::fsum::fsum;
 
 /// nltk method1's epsilon: a zero n-gram match count becomes `0.1 / denominator`.
@@ -19,17 +17,7 @@ fn modified_precision(hyp: &[&str], reference: &[&str], n: usize) -> (u64, u64) 
     if hyp.len() < n {
         return (0, 1);
     }
-    let mut ref_counts: HashMap<&[&str], u64> = HashMap::new();
-    if reference.len() >= n {
-        for g in reference.windows(n) {
-            *ref_counts.entry(g).or_default() += 1;
-        }
-    }
-    let mut hyp_counts: HashMap<&[&str], u64> = HashMap::new();
-    for g in hyp.windows(n) {
-        *hyp_counts.entry(g).or_default() += 1;
-    }
-    let clipped = hyp_counts.iter().map(|(g, &c)| c.min(ref_counts.get(g).copied().unwrap_or(0))).sum();
+    let clipped = crate::ngrams::clipped_overlap(hyp, reference, n);
     (clipped, (hyp.len() - n + 1) as u64)
 }
 

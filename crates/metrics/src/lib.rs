@@ -14,6 +14,7 @@ mod composite;
 mod dict;
 mod fsum;
 mod lexical;
+mod ngrams;
 pub mod rouge;
 mod signature;
 mod summary;

@@ -2,8 +2,6 @@
 //! overlap (0 when either side has fewer than n tokens), and the LCS of the whole token sequences.
 //! No stemming, no lowercasing.
 
-use std::collections::HashMap;
-
 fn f1(overlap: usize, hyp_total: usize, ref_total: usize) -> f64 {
     let recall = if ref_total == 0 { 0.0 } else { overlap as f64 / ref_total as f64 };
     let precision = if hyp_total == 0 { 0.0 } else { overlap as f64 / hyp_total as f64 };
@@ -15,15 +13,7 @@ pub fn rouge_n(hyp: &[&str], reference: &[&str], n: usize) -> f64 {
     if hyp.len() < n || reference.len() < n {
         return 0.0;
     }
-    let mut ref_counts: HashMap<&[&str], usize> = HashMap::new();
-    for g in reference.windows(n) {
-        *ref_counts.entry(g).or_default() += 1;
-    }
-    let mut hyp_counts: HashMap<&[&str], usize> = HashMap::new();
-    for g in hyp.windows(n) {
-        *hyp_counts.entry(g).or_default() += 1;
-    }
-    let overlap = hyp_counts.iter().map(|(g, &c)| c.min(ref_counts.get(g).copied().unwrap_or(0))).sum();
+    let overlap = crate::ngrams::clipped_overlap(hyp, reference, n) as usize;
     f1(overlap, hyp.len() - n + 1, reference.len() - n + 1)
 }
 
