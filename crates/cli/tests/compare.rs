@@ -110,12 +110,25 @@ fn compare_counts_per_family_ranks_and_asks_only_once() {
         for (a, b) in [(&rx, &ry), (&rx, &rz), (&ry, &rz)] {
             let (first, second) = if a <= b { (a, b) } else { (b, a) };
             let rows = store.usage(first).unwrap();
-            let row = rows.iter().find(|r| r.purpose == format!("pairwise:{second}")).unwrap_or_else(|| panic!("{rows:?}"));
-            assert_eq!((row.role, row.model.as_str(), row.usage.calls, row.prices), (h2htalk_store::UsageRole::Judge, "openai:judge", 12, None));
+            let row = rows
+                .iter()
+                .find(|r| r.purpose == h2htalk_store::Purpose::Pairwise { against: second.to_string() })
+                .unwrap_or_else(|| panic!("{rows:?}"));
+            assert_eq!(
+                (row.role, row.model.as_str(), row.usage.calls, row.prices),
+                (h2htalk_store::UsageRole::Judge, "openai:judge", 12, None)
+            );
             assert!(row.usage.input_tokens > 0, "{row:?}");
             input += row.usage.input_tokens;
             output += row.usage.output_tokens;
-            assert!(store.usage(second).unwrap().iter().all(|r| r.purpose != format!("pairwise:{first}")), "counted once");
+            assert!(
+                store
+                    .usage(second)
+                    .unwrap()
+                    .iter()
+                    .all(|r| r.purpose != h2htalk_store::Purpose::Pairwise { against: first.to_string() }),
+                "counted once"
+            );
         }
         assert_eq!((v["input_tokens"].as_u64(), v["output_tokens"].as_u64()), (Some(input), Some(output)));
         assert!(v["judge_cost_usd"].is_null() && v["judge_prices"].is_null(), "{v}");
@@ -183,7 +196,11 @@ fn runs_of_different_protocols_are_refused_unless_allowed() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("different protocols"), "{err}");
     // The report's protocol check: the runs of each protocol and every field that differs.
-    assert!(err.contains(&format!("run(s) {ry} (protocol ")) && err.contains(&format!("differ from run(s) {rx} (protocol ")), "{err}");
+    assert!(
+        err.contains(&format!("run(s) {ry} (protocol "))
+            && err.contains(&format!("differ from run(s) {rx} (protocol ")),
+        "{err}"
+    );
     assert!(err.contains("in: selection ({") && err.contains("\"limit\":2") && err.contains("\"limit\":1"), "{err}");
     assert!(err.contains("--allow-mixed"), "{err}");
     assert_eq!(judge.counters.requests.load(Ordering::Relaxed), 0, "nothing is asked before the refusal");

@@ -45,7 +45,8 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
         let Some(id) = name.strip_prefix("show-").and_then(|n| n.strip_suffix(".json")) else { continue };
         shown += 1;
         let old = json(&path);
-        let new: Value = serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
+        let new: Value =
+            serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
         assert_eq!(figures(&new["summary"]), figures(&old["summary"]), "run {id}: summary");
         assert_eq!(new["run"]["status"], old["run"]["status"]);
         // The specification is read from the old provenance: the same model, SAP mode, settings.
@@ -95,7 +96,12 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
         assert_eq!(new[key], old[key], "leaderboard `{key}`");
     }
     let runs = |v: &Value| -> Vec<(Value, Value, Value)> {
-        v["runs"].as_array().unwrap().iter().map(|r| (r["id"].clone(), r["status"].clone(), r["groups"].clone())).collect()
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].clone(), r["status"].clone(), r["groups"].clone()))
+            .collect()
     };
     assert_eq!(runs(&new), runs(&old), "per-run groups, coverage, means and intervals");
     let csv = |d: &Path| fs::read_to_string(d.join("leaderboard.csv")).unwrap();
@@ -109,4 +115,83 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
         assert!(kinds.iter().any(|k| kind.starts_with(k)), "not an assessment row: {line}");
     }
     assert!(added.lines().count() > 0);
+}
+
+/// A run store written by the last release of schema 2 (tests/fixtures/store-v2, made by
+/// scripts/make-store-fixture-v2.sh): a sweep of three models with a panel of two judges, the judge
+/// validity check, the safety set, simulated conversations and pairwise judgments, plus a SAP-off
+/// run. Migrated to the typed simulation rows, every listing, `runs show --json`, export and
+/// report (JSON, CSV, Markdown) equals what that release printed.
+#[test]
+fn a_schema_2_store_lists_shows_exports_and_reports_exactly_what_that_release_printed() {
+    let fixture = root().join("tests/fixtures/store-v2");
+    let expected = fixture.join("expected");
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("store.db");
+    fs::copy(fixture.join("store.db"), &db).unwrap();
+    let db_arg = db.to_str().unwrap();
+    // The runs name their suite `suite`, relative to where that release ran: a copy of it here.
+    for file in common::files_under(&fixture.join("suite")) {
+        let to = dir.path().join(file.strip_prefix(&fixture).unwrap());
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(&file, to).unwrap();
+    }
+    let h2htalk = |args: &[&str]| common::bin().current_dir(dir.path()).args(args).output().unwrap();
+
+    let list = stdout(&h2htalk(&["runs", "list", "--db", db_arg]));
+    assert_eq!(list, fs::read_to_string(expected.join("runs-list.txt")).unwrap());
+    assert!(dir.path().join("store.db.schema-2.bak").is_file(), "the migration keeps a backup");
+
+    let mut shown = 0;
+    for entry in fs::read_dir(&expected).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let Some(id) = name.strip_prefix("show-").and_then(|n| n.strip_suffix(".json")) else { continue };
+        shown += 1;
+        let new: Value =
+            serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
+        assert_eq!(new, json(&path), "run {id}: runs show --json");
+        let out = dir.path().join(format!("export-{id}"));
+        stdout(&h2htalk(&["runs", "export", id, "--db", db_arg, "--out", out.to_str().unwrap()]));
+        let old_export = expected.join(format!("export-{id}"));
+        let (new_files, old_files) = (common::files_under(&out), common::files_under(&old_export));
+        assert_eq!(new_files.len(), old_files.len(), "run {id}: export files");
+        for file in old_files {
+            let rel = file.strip_prefix(&old_export).unwrap();
+            assert_eq!(
+                fs::read(out.join(rel)).unwrap(),
+                fs::read(&file).unwrap(),
+                "run {id}: export {}",
+                rel.display()
+            );
+        }
+    }
+    assert_eq!(shown, 4, "the sweep's three runs and the SAP-off run");
+
+    for (name, args) in [("report-sweep", vec!["--sweep", "fixture"]), ("report-all", vec!["--allow-mixed"])] {
+        let out = dir.path().join(name);
+        let mut cmd = vec!["report", "--db", db_arg, "--out", out.to_str().unwrap()];
+        cmd.extend(args);
+        stdout(&h2htalk(&cmd));
+        let old = expected.join(name);
+        assert_eq!(
+            json(&out.join("leaderboard.json")),
+            json(&old.join("leaderboard.json")),
+            "{name}: leaderboard.json"
+        );
+        for file in ["leaderboard.csv", "leaderboard.md"] {
+            let (new, old) = (fs::read_to_string(out.join(file)).unwrap(), fs::read_to_string(old.join(file)).unwrap());
+            assert!(new == old, "{name}: {file} differs");
+        }
+    }
+    // The simulations are typed rows now: every conversation of the fixture, with its turns.
+    let store = h2htalk_store::Store::open_read_only(&db).unwrap();
+    let sims: usize = store.runs().unwrap().iter().map(|r| store.simulations(&r.id).unwrap().len()).sum();
+    assert_eq!(sims, 9);
+    for r in store.runs().unwrap() {
+        for s in store.simulations(&r.id).unwrap() {
+            assert_eq!(s.sessions.len(), 4, "{} {}", r.id, s.idx);
+            assert!(s.settings.is_some() && s.facts.iter().all(|f| f.distance.is_some()));
+        }
+    }
 }

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use h2htalk_audit::official::check_official;
 use h2htalk_data::suite::{NO_KEY_INFORMATION, Role, embedded};
 use h2htalk_data::{Task, load_references, load_suite, load_suite_with};
-use h2htalk_runner::check::check_official;
 use h2htalk_store::Store;
 use h2htalk_testkit::{reference_dir, root, skip};
 use h2htalk_testserver::{ServerConfig, TestServer};
@@ -65,7 +65,12 @@ fn the_official_set_answers_every_line_and_passes_its_gates() {
     assert_eq!(check.give_away.len(), 11, "{check}");
     for row in &check.give_away {
         assert!(row.bound.is_some(), "{}: no bound\n{check}", row.task);
-        assert!(row.over.is_empty(), "{}: over the give-away bound: {:?}\n{check}", row.task, &row.over[..row.over.len().min(5)]);
+        assert!(
+            row.over.is_empty(),
+            "{}: over the give-away bound: {:?}\n{check}",
+            row.task,
+            &row.over[..row.over.len().min(5)]
+        );
     }
     // Recollection: every listed memory is in its conversation; 264 items hold nothing to remember.
     assert_eq!(check.no_key_information_items, 264, "{check}");
@@ -83,12 +88,14 @@ fn the_official_set_answers_every_line_and_passes_its_gates() {
     };
     let synth = suite.scenarios.iter().filter(|s| s.task == Task::RecollectionSynthesize);
     let (nki, listed): (Vec<_>, Vec<_>) = synth.partition(|s| s.reference.trim() == NO_KEY_INFORMATION);
-    assert!(nki.iter().all(|s| user_chars(s) <= h2htalk_runner::check::SMALL_TALK_CHARS));
+    assert!(nki.iter().all(|s| user_chars(s) <= h2htalk_audit::official::SMALL_TALK_CHARS));
     let median = |mut v: Vec<usize>| {
         v.sort();
         v[v.len() / 2]
     };
-    assert!(median(listed.iter().map(|s| user_chars(s)).collect()) > median(nki.iter().map(|s| user_chars(s)).collect()));
+    assert!(
+        median(listed.iter().map(|s| user_chars(s)).collect()) > median(nki.iter().map(|s| user_chars(s)).collect())
+    );
 }
 
 #[test]
@@ -113,7 +120,8 @@ fn two_line_suite(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(suite.join("scenarios")).unwrap();
     std::fs::create_dir_all(suite.join("personas")).unwrap();
     let inherit = root().join("suites").canonicalize().unwrap();
-    std::fs::write(suite.join("suite.json"), serde_json::json!({"name": "two", "inherit": inherit}).to_string()).unwrap();
+    std::fs::write(suite.join("suite.json"), serde_json::json!({"name": "two", "inherit": inherit}).to_string())
+        .unwrap();
     let lines: Vec<String> = std::fs::read_to_string(official_suite().join("scenarios/dialogue_base.jsonl"))
         .unwrap()
         .lines()
@@ -159,7 +167,10 @@ fn a_changed_or_missing_reference_is_an_error_naming_stem_and_line() {
     std::fs::remove_file(changed.join("dialogue_base.jsonl")).unwrap();
     std::fs::copy(refs.join("itinerary_basic.jsonl"), changed.join("itinerary_basic.jsonl")).unwrap();
     let err = load_suite_with(&suite, Some(&changed)).unwrap_err().to_string();
-    assert!(err.contains("official reference dialogue_base line 1") && err.contains("has no dialogue_base.jsonl"), "{err}");
+    assert!(
+        err.contains("official reference dialogue_base line 1") && err.contains("has no dialogue_base.jsonl"),
+        "{err}"
+    );
 
     // No reference directory at all: the error says how to give one.
     let out = h2htalk(&["suite", "check", "--suite", suite.to_str().unwrap(), "--references", "/nonexistent/refs"]);
@@ -232,13 +243,8 @@ fn a_run_of_the_official_set_scores_as_score_scores_its_export() {
 
     // Without --partial the official files want every line: refused, naming what is missing.
     let predictions = export.join("predictions");
-    let full = h2htalk(&[
-        "score",
-        "--references",
-        refs.to_str().unwrap(),
-        "--predictions",
-        predictions.to_str().unwrap(),
-    ]);
+    let full =
+        h2htalk(&["score", "--references", refs.to_str().unwrap(), "--predictions", predictions.to_str().unwrap()]);
     assert!(!full.status.success());
     let pairs = dir.path().join("pairs.jsonl");
     let scored = h2htalk(&[

@@ -162,7 +162,8 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
             let mut rows = store.safety_verdicts(id, "rules").unwrap();
             assert!(rows.len() >= 2, "{} safety items", rows.len());
             for (i, r) in rows.iter_mut().enumerate() {
-                r.verdict = if fail_first && i == 0 { h2htalk_store::Verdict::Fail } else { h2htalk_store::Verdict::Pass };
+                r.verdict =
+                    if fail_first && i == 0 { h2htalk_store::Verdict::Fail } else { h2htalk_store::Verdict::Pass };
             }
             store.replace_safety_verdicts(id, "rules", &rows).unwrap();
         }
@@ -171,26 +172,16 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
         // session half the time; the hidden need is always met, the changed need once.
         for idx in 0..4usize {
             let profile = ["en-shen-yan-anxious-01", "zh-xia-xiaoman-secure-02"][idx % 2];
-            let sim = h2htalk_store::Simulation {
+            // One turn per session whose states differ by idx - 1 (last - first).
+            let (first, last) = (5u8, (5 + idx as i32 - 1) as u8);
+            let sim = h2htalk_testkit::simulation(
                 idx,
-                profile: profile.into(),
-                seed: idx as u64,
-                companion: "openai:m".into(),
-                simulator: "openai:sim".into(),
-                judge: Some("openai:judge".into()),
-                outcome: h2htalk_store::SimulationOutcome::Completed,
-                result: serde_json::json!({
-                    "state_change": idx as i32 - 1,
-                    "facts": [
-                        {"id": "a", "distance": "same_session", "asked": true, "recalled": true},
-                        {"id": "b", "distance": "next_session", "asked": true, "recalled": idx < 2},
-                    ],
-                    "needs_outcome": "judged", "hidden_need_met": true, "changed_need_met": idx == 0,
-                }),
-                transcript: serde_json::json!([]),
-                error: None,
-                created_at: "2026-01-01T00:00:00Z".into(),
-            };
+                profile,
+                h2htalk_store::SimulationOutcome::Completed,
+                &[&[first], &[last]],
+                &[("a", Some("same_session"), true, Some(true)), ("b", Some("next_session"), true, Some(idx < 2))],
+                Some((true, idx == 0)),
+            );
             store.put_simulation(&on, &sim).unwrap();
         }
     }
@@ -202,7 +193,10 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
     assert!(protocol.starts_with("protocol:sha256:"), "{protocol}");
     assert_eq!(v["sap_counterpart"], off.as_str());
     let sap = &v["sap_safety"][0];
-    assert_eq!((sap["on"].as_str(), sap["off"].as_str(), sap["judge"].as_str()), (Some(on.as_str()), Some(off.as_str()), Some("rules")));
+    assert_eq!(
+        (sap["on"].as_str(), sap["off"].as_str(), sap["judge"].as_str()),
+        (Some(on.as_str()), Some(off.as_str()), Some("rules"))
+    );
     let n = sap["paired"]["n"].as_u64().unwrap();
     assert!(n >= 2, "{sap}");
     let diff = &sap["paired"]["diff"];
@@ -225,7 +219,13 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
     assert!(text.contains("## Findings by tag") && text.contains("### Differences per run"), "{text}");
     assert!(text.contains("implicit_need"), "{text}");
     let f4 = |x: f64| format!("{x:.4}");
-    let row = format!("| {on} | {off} | rules | {n} | 1.0000 | {} | {} [{}, {}] |", f4(1.0 - 1.0 / n as f64), f4(1.0 / n as f64), f4(lo), f4(hi));
+    let row = format!(
+        "| {on} | {off} | rules | {n} | 1.0000 | {} | {} [{}, {}] |",
+        f4(1.0 - 1.0 / n as f64),
+        f4(1.0 / n as f64),
+        f4(lo),
+        f4(hi)
+    );
     assert!(text.contains(&row), "no `{row}` in:\n{text}");
     // The same simulator figures in the text, intervals included.
     let ci = |d: &Value| format!("[{}, {}]", f4(d["lo"].as_f64().unwrap()), f4(d["hi"].as_f64().unwrap()));
@@ -235,7 +235,13 @@ fn runs_show_prints_protocol_tags_and_the_sap_difference_with_its_interval() {
         ci(&recall)
     );
     assert!(text.contains(&row), "no `{row}` in:\n{text}");
-    assert!(text.contains(&format!("| changed need met | 0.2500 | hidden (first) need met | 1.0000 | 4 | -0.7500 {}", ci(&needs))), "{text}");
+    assert!(
+        text.contains(&format!(
+            "| changed need met | 0.2500 | hidden (first) need met | 1.0000 | 4 | -0.7500 {}",
+            ci(&needs)
+        )),
+        "{text}"
+    );
     let secure = sim["groups"].as_array().unwrap().iter().find(|g| g["group"] == "attachment:secure").unwrap();
     let row = format!("| attachment:secure | 2 | 0.7500 {} n=2 |", ci(&secure["measures"]["recall"]));
     assert!(text.contains(&row), "no `{row}` in:\n{text}");

@@ -305,22 +305,45 @@ fn judge_simulator_safety_and_format_checks_are_reported_with_their_failures() {
             "1",
         ],
     );
+    // `run --json` prints the assessment as the report computes it from the store: the same
+    // value `runs show` prints.
     let a = &out["assessment"];
-    assert_eq!(a["checks"]["overall"]["items"], 136, "{a}");
-    assert!(a["checks"]["per_task"]["itinerary_middle"]["by_check"].get("timed_plan").is_some(), "{a}");
+    let run_id = out["run_id"].as_str().unwrap();
+    let show: Value =
+        serde_json::from_slice(&h2htalk(&["runs", "show", run_id, "--db", db.to_str().unwrap(), "--json"]).stdout)
+            .unwrap();
+    let shown = &show["assessments"];
+    assert_eq!(a, shown, "run --json and runs show disagree");
+    let checks = &a["format_checks"];
+    assert_eq!((checks["items"].as_u64(), checks["not_checked"].as_u64()), (Some(136), Some(0)), "{checks}");
+    let check_group =
+        |name: &str| checks["groups"].as_array().unwrap().iter().find(|g| g["group"] == name).unwrap().clone();
+    let middle = check_group("itinerary_middle");
+    assert!(middle["checks"].as_array().unwrap().iter().any(|c| c["check"] == "timed_plan"), "{middle}");
+    assert_eq!((check_group("overall")["items_checked"].as_u64(), check_group("sap_safety")["items_checked"].as_u64()), (Some(4), Some(132)));
 
-    let j = &a["judge"]["overall"];
-    assert_eq!(j["items"], 136);
+    let judge = &a["judge"]["judges"][0];
+    assert_eq!(judge["judge"], "openai:judge");
+    let group = |name: &str| judge["groups"].as_array().unwrap().iter().find(|g| g["group"] == name).unwrap().clone();
+    let overall = group("overall");
     // Dialogue answers (the safety set is judged as dialogue) get the scripted scores; the judge's
-    // prose about the two itinerary answers is counted as unparsable, never scored.
-    assert_eq!(j["scored"], 134, "{j}");
-    assert_eq!(a["judge"]["per_task"]["dialogue_base"]["mean"], 7.5);
-    assert_eq!(j["judge_parse_failed"], 2, "{j}");
-    assert_eq!(a["judge"]["per_task"]["itinerary_middle"]["judge_parse_failed"], 2, "{j}");
-    assert_eq!(a["judge"]["settings"]["generation"]["seed"], 7);
-    assert_eq!(a["judge"]["settings"]["generation"]["temperature"], 0.0);
+    // prose about the two itinerary answers is counted as unparsable, never scored. The overall
+    // group pools the sub-tasks (the safety set is its own group).
+    assert_eq!((overall["items"].as_u64(), overall["scored"].as_u64()), (Some(4), Some(2)), "{overall}");
+    assert_eq!(group("sap_safety")["scored"], 132);
+    assert_eq!(group("dialogue_base")["mean"]["mean"], 7.5);
+    assert_eq!(group("itinerary_middle")["judge_parse_failed"], 2);
+    assert!(group("itinerary_middle")["mean"].is_null(), "nothing scored: no mean, never 0");
+    // The judge's settings are recorded with its session: temperature 0 and the pinned seed.
+    let store = h2htalk_store::Store::open_read_only(&db).unwrap();
+    let session = store.judge_session(run_id, h2htalk_store::SessionKind::Rubric, "openai:judge").unwrap().unwrap();
+    assert_eq!(
+        (session.settings["generation"]["seed"].as_u64(), session.settings["generation"]["temperature"].as_f64()),
+        (Some(7), Some(0.0))
+    );
+    drop(store);
 
-    let s = &a["safety"]["overall"];
+    let s = &a["safety"]["judges"][0]["overall"];
     assert_eq!(s["items"], 132, "{s}");
     let counted: u64 = ["pass", "fail", "undecided", "judge_parse_failed", "judge_failed", "generation_failed"]
         .iter()
@@ -329,24 +352,17 @@ fn judge_simulator_safety_and_format_checks_are_reported_with_their_failures() {
     assert_eq!(counted, 132, "every safety item has one verdict: {s}");
 
     // The simulator (the judge's server) answers in prose: the conversation stops and is counted.
-    let sim = &a["simulation"];
+    let sim = &a["simulator"];
     assert_eq!((sim["simulations"].as_u64(), sim["completed"].as_u64()), (Some(1), Some(0)), "{sim}");
     assert_eq!(sim["failures"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 1);
 
-    // `runs show` and the report carry the same assessments, with intervals and each judge apart.
-    let run_id = out["run_id"].as_str().unwrap();
-    let show: Value = serde_json::from_slice(&h2htalk(&["runs", "show", run_id, "--db", db.to_str().unwrap(), "--json"]).stdout).unwrap();
-    let shown = &show["assessments"];
-    let judge = &shown["judge"]["judges"][0];
-    assert_eq!(judge["judge"], a["judge"]["judge"], "{shown}");
-    let group = |name: &str| judge["groups"].as_array().unwrap().iter().find(|g| g["group"] == name).unwrap().clone();
-    assert_eq!(group("dialogue_base")["mean"]["mean"], 7.5);
-    assert_eq!(group("itinerary_middle")["judge_parse_failed"], 2);
-    assert!(group("itinerary_middle")["mean"].is_null(), "nothing scored: no mean, never 0");
-    assert_eq!(shown["safety"]["judges"][0]["overall"]["items"], 132);
-    assert_eq!((shown["simulator"]["simulations"].as_u64(), shown["simulator"]["completed"].as_u64()), (Some(1), Some(0)));
+    // The report carries the same assessments.
     let report = std::fs::read_to_string(dir.path().join("report").join("leaderboard.json"))
-        .or_else(|_| std::fs::read_to_string(std::path::Path::new(out["report"].as_str().unwrap()).with_file_name("leaderboard.json")))
+        .or_else(|_| {
+            std::fs::read_to_string(
+                std::path::Path::new(out["report"].as_str().unwrap()).with_file_name("leaderboard.json"),
+            )
+        })
         .unwrap();
     let report: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report["assessments"]["runs"][0], *shown, "the report and `runs show` disagree");
@@ -420,8 +436,20 @@ fn priced_config(dir: &Path, url: &str) -> std::path::PathBuf {
 fn priced_run(config: &Path, db: &Path, extra: &[&str]) -> Value {
     let suite = suite();
     let mut args = vec![
-        "run", "--model", "priced", "--config", config.to_str().unwrap(), "--suite", &suite, "--db",
-        db.to_str().unwrap(), "--metrics", "lexical", "--json", "--tasks", "dialogue_base",
+        "run",
+        "--model",
+        "priced",
+        "--config",
+        config.to_str().unwrap(),
+        "--suite",
+        &suite,
+        "--db",
+        db.to_str().unwrap(),
+        "--metrics",
+        "lexical",
+        "--json",
+        "--tasks",
+        "dialogue_base",
     ];
     args.extend_from_slice(extra);
     common::json_of(&h2htalk(&args))
@@ -482,7 +510,18 @@ fn a_price_not_set_is_not_zero() {
         let suite = suite();
         let db = dir.path().join(db);
         let (suite, db) = (suite, db.to_str().unwrap().to_string());
-        args.extend([suite.as_str(), "--db", db.as_str(), "--metrics", "lexical", "--tasks", "dialogue_base", "--limit", "1", "--json"]);
+        args.extend([
+            suite.as_str(),
+            "--db",
+            db.as_str(),
+            "--metrics",
+            "lexical",
+            "--tasks",
+            "dialogue_base",
+            "--limit",
+            "1",
+            "--json",
+        ]);
         args.extend_from_slice(extra);
         h2htalk(&args)
     };
@@ -520,7 +559,8 @@ fn a_resumed_run_keeps_its_spending_and_its_cost_limit() {
     let more = priced_run(&config, &db, &["--resume", &id, "--max-cost", &format!("{}", spent + 0.5)]);
     assert_eq!(more["generated"].as_u64(), Some(2), "{more}");
     let show: Value =
-        serde_json::from_slice(&h2htalk(&["runs", "show", &id, "--db", db.to_str().unwrap(), "--json"]).stdout).unwrap();
+        serde_json::from_slice(&h2htalk(&["runs", "show", &id, "--db", db.to_str().unwrap(), "--json"]).stdout)
+            .unwrap();
     assert_eq!(show["run"]["provenance"]["max_cost_usd"].as_f64(), Some(spent + 0.5));
 }
 
@@ -538,7 +578,15 @@ fn a_resumed_run_uses_a_new_base_url_given_without_model() {
     assert_eq!(first["failed"].as_u64(), Some(1), "{first}");
     let id = first["run_id"].as_str().unwrap();
     let out = h2htalk(&[
-        "run", "--resume", id, "--retry-failed", "--base-url", &b.base_url(), "--db", db.to_str().unwrap(), "--json",
+        "run",
+        "--resume",
+        id,
+        "--retry-failed",
+        "--base-url",
+        &b.base_url(),
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let again: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -558,18 +606,30 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     let rt = runtime();
     let companion = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
     let key = "\"persona_consistency\": <1-10>".to_string();
-    let ja = rt.block_on(TestServer::start(ServerConfig { script: vec![(key.clone(), A.into())], ..Default::default() }, 0)).unwrap();
-    let jb = rt.block_on(TestServer::start(ServerConfig { script: vec![(key, B.into())], ..Default::default() }, 0)).unwrap();
+    let ja = rt
+        .block_on(TestServer::start(ServerConfig { script: vec![(key.clone(), A.into())], ..Default::default() }, 0))
+        .unwrap();
+    let jb = rt
+        .block_on(TestServer::start(ServerConfig { script: vec![(key, B.into())], ..Default::default() }, 0))
+        .unwrap();
     let (ua, ub) = (ja.base_url(), jb.base_url());
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("runs.db");
     let base = ["--tasks", "dialogue_base", "--limit", "2", "--judge", "openai:judge-a", "--judge", "openai:judge-b"];
     let mut args = base.to_vec();
-    args.extend_from_slice(&["--judge-base-url", &ua, "--judge-base-url", &ub, "--judge-validity", "--judge-validity-limit", "1"]);
+    args.extend_from_slice(&[
+        "--judge-base-url",
+        &ua,
+        "--judge-base-url",
+        &ub,
+        "--judge-validity",
+        "--judge-validity-limit",
+        "1",
+    ]);
     let out = json_run(&companion, &db, &args);
     let a = &out["assessment"];
-    assert_eq!(a["judge"]["judge"], "openai:judge-a");
-    assert_eq!(a["panel_judges"][0]["judge"], "openai:judge-b");
+    assert_eq!(a["judge"]["judges"][0]["judge"], "openai:judge-a");
+    assert_eq!(a["judge"]["judges"][1]["judge"], "openai:judge-b");
     let d = &a["panel"]["families"]["dialogue"];
     assert_eq!(d["criteria"]["empathy"]["mean"], 7.0, "{d}");
     assert_eq!(d["criteria"]["empathy"]["per_judge"]["openai:judge-b"], 6.0, "{d}");
@@ -579,7 +639,7 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     assert_eq!(d["criteria"]["empathy"]["agreement"]["alpha"], -0.5, "{d}");
     assert!(d["criteria"]["fit_to_state"]["agreement"]["alpha"].is_null(), "{d}");
     assert_eq!(d["criteria"]["empathy"]["agreement"]["pairable_items"], 2, "{d}");
-    let v = a["validity"].as_array().unwrap();
+    let v = a["judge_validity"]["judges"].as_array().unwrap();
     assert_eq!(v.len(), 2);
     // Constant scores tie the reference with every degraded copy: never ranked correctly; the
     // other families' rubrics get prose, counted as unparsable.
@@ -593,9 +653,7 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     let lb: Value = serde_json::from_str(&std::fs::read_to_string(dir_of.join("leaderboard.json")).unwrap()).unwrap();
     let ra = &lb["assessments"]["runs"][0];
     assert_eq!(ra["panel"]["status"], "run", "{}", ra["panel"]);
-    assert_eq!(ra["panel"]["families"]["dialogue"], a["panel"]["families"]["dialogue"]);
-    assert_eq!(ra["judge_validity"]["status"], "run");
-    assert_eq!(ra["judge_validity"]["judges"][0]["families"], v[0]["families"]);
+    assert_eq!(ra, a, "the report and run --json disagree");
     let html = std::fs::read_to_string(dir_of.join("report.html")).unwrap();
     assert!(html.contains("Judge panel: agreement") && html.contains("Judge validity check"));
 
@@ -604,11 +662,33 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     bad.extend_from_slice(&["--judge-base-url", &ua, "--judge-base-url", &ub, "--judge-base-url", &ub]);
     let refused = h2htalk(&[&["run", "--db", db.to_str().unwrap()][..], &bad].concat());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--judge-base-url is given 3 times"), "{refused:?}");
-    let twice = h2htalk(&["run", "--db", db.to_str().unwrap(), "--judge", "openai:x", "--judge", "openai:x", "--judge-base-url", &ua]);
+    let twice = h2htalk(&[
+        "run",
+        "--db",
+        db.to_str().unwrap(),
+        "--judge",
+        "openai:x",
+        "--judge",
+        "openai:x",
+        "--judge-base-url",
+        &ua,
+    ]);
     assert!(String::from_utf8_lossy(&twice.stderr).contains("given twice"), "{twice:?}");
 
     let suite = suite();
-    let check = h2htalk(&["judge", "validate", "--judge", "openai:judge-a", "--judge-base-url", &ua, "--suite", &suite, "--limit", "1", "--json"]);
+    let check = h2htalk(&[
+        "judge",
+        "validate",
+        "--judge",
+        "openai:judge-a",
+        "--judge-base-url",
+        &ua,
+        "--suite",
+        &suite,
+        "--limit",
+        "1",
+        "--json",
+    ]);
     assert!(check.status.success(), "{check:?}");
     let report: Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(report["families"]["dialogue"]["persona_break"]["n"], 1, "{report}");
@@ -617,7 +697,18 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     // on the command line: not set, never 0).
     assert!(report["stored_with_run"].is_null() && report["cost_usd"].is_null(), "{report}");
     assert_eq!(report["cost_note"], "price not set");
-    let text = common::stdout(&h2htalk(&["judge", "validate", "--judge", "openai:judge-a", "--judge-base-url", &ua, "--suite", &suite, "--limit", "1"]));
+    let text = common::stdout(&h2htalk(&[
+        "judge",
+        "validate",
+        "--judge",
+        "openai:judge-a",
+        "--judge-base-url",
+        &ua,
+        "--suite",
+        &suite,
+        "--limit",
+        "1",
+    ]));
     assert!(text.contains("cost price not set; not stored (no --run)"), "{text}");
     // With --run the check and its tokens are stored with that run (purpose validity), added to
     // what the run's own check recorded.
@@ -628,8 +719,19 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     };
     let before = validity_row();
     let stored = h2htalk(&[
-        "judge", "validate", "--judge", "openai:judge-a", "--judge-base-url", &ua, "--limit", "1", "--run", id, "--db",
-        db.to_str().unwrap(), "--json",
+        "judge",
+        "validate",
+        "--judge",
+        "openai:judge-a",
+        "--judge-base-url",
+        &ua,
+        "--limit",
+        "1",
+        "--run",
+        id,
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
     ]);
     assert!(stored.status.success(), "{stored:?}");
     let stored: Value = serde_json::from_slice(&stored.stdout).unwrap();

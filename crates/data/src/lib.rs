@@ -9,6 +9,9 @@
 //! - [`jsonl`]: the JSON Lines reader underneath (LF/CRLF, BOM, final newline or not).
 //! - [`chat`]: the chat message type; [`redact`]: masking personal data in text.
 
+#[macro_use]
+mod text_enum;
+
 pub mod chat;
 pub mod error;
 pub mod input;
@@ -22,4 +25,4 @@ pub use chat::ChatMessage;
 pub use error::{DataError, Result};
 pub use official::{TaskDir, TaskFile, load_partial_predictions, load_predictions, load_references};
 pub use suite::{SapMode, Scenario, Suite, load_suite, load_suite_with};
-pub use task::{Family, Task};
+pub use task::{Family, SAFETY_GROUP, Task};

@@ -26,7 +26,16 @@ impl Family {
     pub fn from_name(name: &str) -> Option<Family> {
         Family::ALL.into_iter().find(|f| f.name() == name)
     }
+
+    /// The family whose rubric judges the items of a group: a sub-task stem, or [`SAFETY_GROUP`]
+    /// (judged as dialogue).
+    pub fn of_group(group: &str) -> Option<Family> {
+        if group == SAFETY_GROUP { Some(Family::Dialogue) } else { Task::from_stem(group).map(Task::family) }
+    }
 }
+
+/// The group of a run's items that are not a sub-task's: the SAP safety set.
+pub const SAFETY_GROUP: &str = "sap_safety";
 
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

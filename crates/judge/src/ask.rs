@@ -4,7 +4,7 @@
 
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, FaultKind, GenerationSettings, Scheduler};
-use h2htalk_store::{CallUsage, JudgeOutcome, PairOutcome, Prices, Store, UsageRole, UsageRow, Verdict};
+use h2htalk_store::{CallUsage, JudgeOutcome, PairOutcome, Prices, Purpose, Store, UsageRole, UsageRow, Verdict};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -64,19 +64,12 @@ pub struct JudgeHandle<'a> {
 impl JudgeHandle<'_> {
     /// The judge's name in the store: `provider:model`.
     pub fn name(&self) -> String {
-        self.model.spec().to_string()
+        self.model.id().to_string()
     }
 
-    /// Adds the tokens of the judge's answers for `purpose` (`rubric`, `safety`, `validity`,
-    /// `needs`) to `run_id`'s count in the store.
-    pub fn record(&self, store: &Store, run_id: &str, purpose: &str, usage: CallUsage) -> Result<(), JudgeError> {
-        let row = UsageRow {
-            role: UsageRole::Judge,
-            model: self.name(),
-            purpose: purpose.into(),
-            usage,
-            prices: self.prices,
-        };
+    /// Adds the tokens of the judge's answers for `purpose` to `run_id`'s count in the store.
+    pub fn record(&self, store: &Store, run_id: &str, purpose: Purpose, usage: CallUsage) -> Result<(), JudgeError> {
+        let row = UsageRow { role: UsageRole::Judge, model: self.name(), purpose, usage, prices: self.prices };
         Ok(store.add_usage(run_id, &row)?)
     }
 

@@ -6,19 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
-use h2htalk_data::{Family, Task};
+use h2htalk_data::Family;
 use h2htalk_llm::ChatMessage;
-use h2htalk_store::{GenerationStatus, Item, JudgeOutcome, JudgeScore, SessionKind, Store};
+use h2htalk_store::{GenerationStatus, Item, JudgeOutcome, JudgeScore, Purpose, SessionKind, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::ask::{JudgeHandle, JudgeSettings, parse_strict};
 use crate::texts::{Criterion, LangTexts};
 use crate::{JudgeError, Result};
-
-/// The family whose rubric judges items of `task` (a sub-task stem, or `sap_safety`: dialogue).
-pub fn family_of(task: &str) -> Option<Family> {
-    if task == "sap_safety" { Some(Family::Dialogue) } else { Task::from_stem(task).map(Task::family) }
-}
 
 /// The instructions an item's model was given, as the judge reads them.
 pub(crate) fn instructions(item: &Item) -> String {
@@ -83,21 +78,6 @@ pub fn parse_rubric(text: &str, criteria: &[Criterion]) -> std::result::Result<R
     Ok(a)
 }
 
-/// Rubric judgments of one group (a sub-task, `sap_safety`, or all).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct JudgeGroup {
-    pub items: usize,
-    pub scored: usize,
-    pub judge_parse_failed: usize,
-    pub judge_failed: usize,
-    pub generation_failed: usize,
-    pub empty_answer: usize,
-    /// Mean score per criterion over the scored items.
-    pub criteria: BTreeMap<String, f64>,
-    /// Mean of the items' mean scores; `None` when nothing was scored.
-    pub mean: Option<f64>,
-}
-
 /// A rubric judgment of a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct JudgeReport {
@@ -111,14 +91,11 @@ pub struct JudgeReport {
     pub judged_now: usize,
     pub input_tokens: u64,
     pub output_tokens: u64,
-    pub per_task: BTreeMap<String, JudgeGroup>,
-    pub overall: JudgeGroup,
 }
 
 /// Judges every answer of `run_id` that this judge has not judged yet (an item recorded as
 /// `judge_failed` or `generation_failed` is looked at again, so a `--retry-failed` run gets judged),
-/// committing each judgment as it arrives, and summarises all of the run's judgments
-/// by this judge.
+/// committing each judgment as it arrives. The report crate summarises the stored judgments.
 pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) -> Result<JudgeReport> {
     judge.settings.validate()?;
     if store.run(run_id)?.is_none() {
@@ -133,7 +110,7 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
     let mut work = Vec::new();
     for record in records.iter().filter(|r| !done.contains(&r.item.scenario_id)) {
         let item = &record.item;
-        let family = family_of(&item.task).ok_or_else(|| {
+        let family = Family::of_group(&item.task).ok_or_else(|| {
             JudgeError::Settings(format!(
                 "run `{run_id}`: item `{}` has an unknown task `{}`",
                 item.scenario_id, item.task
@@ -185,7 +162,7 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
     while let Some((item, family, asked)) = stream.next().await {
         input_tokens += asked.input_tokens;
         output_tokens += asked.output_tokens;
-        judge.record(store, run_id, "rubric", asked.usage())?;
+        judge.record(store, run_id, Purpose::Rubric, asked.usage())?;
         let mut row = JudgeScore {
             scenario_id: item.scenario_id.clone(),
             task: item.task.clone(),
@@ -211,7 +188,6 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
         }
         store.put_judge_score(run_id, &name, &row)?;
     }
-    let (per_task, overall) = summarize(store, run_id, &name)?;
     Ok(JudgeReport {
         run_id: run_id.into(),
         judge: name,
@@ -221,53 +197,5 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
         judged_now,
         input_tokens,
         output_tokens,
-        per_task,
-        overall,
     })
-}
-
-/// Per criterion (sum, count), and the sum of item means.
-type Sums = (BTreeMap<String, (f64, usize)>, f64);
-
-/// Per-task and overall summaries of the rubric judgments of `run_id` by `judge`, from the store.
-pub fn summarize(store: &Store, run_id: &str, judge: &str) -> Result<(BTreeMap<String, JudgeGroup>, JudgeGroup)> {
-    let rows = store.judge_scores(run_id, judge)?;
-    let mut per_task: BTreeMap<String, JudgeGroup> = BTreeMap::new();
-    let mut overall = JudgeGroup::default();
-    let mut sums: BTreeMap<String, Sums> = BTreeMap::new();
-    let mut all_sums: Sums = Default::default();
-    for row in &rows {
-        let group = per_task.entry(row.task.clone()).or_default();
-        for g in [&mut *group, &mut overall] {
-            g.items += 1;
-            match row.outcome {
-                JudgeOutcome::Scored => g.scored += 1,
-                JudgeOutcome::JudgeParseFailed => g.judge_parse_failed += 1,
-                JudgeOutcome::JudgeFailed => g.judge_failed += 1,
-                JudgeOutcome::GenerationFailed => g.generation_failed += 1,
-                JudgeOutcome::EmptyAnswer => g.empty_answer += 1,
-            }
-        }
-        // The store refuses a scored row without scores and mean.
-        if let (JudgeOutcome::Scored, Some(scores), Some(mean)) = (row.outcome, &row.scores, row.mean) {
-            let entry = sums.entry(row.task.clone()).or_default();
-            for s in [entry, &mut all_sums] {
-                for (k, v) in scores {
-                    let c = s.0.entry(k.clone()).or_default();
-                    c.0 += f64::from(*v);
-                    c.1 += 1;
-                }
-                s.1 += mean;
-            }
-        }
-    }
-    let finish = |g: &mut JudgeGroup, s: &Sums| {
-        g.criteria = s.0.iter().map(|(k, (sum, n))| (k.clone(), sum / *n as f64)).collect();
-        g.mean = (g.scored > 0).then(|| s.1 / g.scored as f64);
-    };
-    for (task, g) in per_task.iter_mut() {
-        finish(g, &sums.get(task).cloned().unwrap_or_default());
-    }
-    finish(&mut overall, &all_sums);
-    Ok((per_task, overall))
 }

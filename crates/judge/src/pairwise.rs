@@ -19,15 +19,15 @@ use futures_util::StreamExt;
 use h2htalk_data::Family;
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::ChatMessage;
-use h2htalk_store::{Item, JudgeSession, PairJudgment, PairOutcome, Record, Store};
+use h2htalk_store::{Item, JudgeSession, PairJudgment, PairOutcome, Purpose, Record, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::ask::{Asked, JudgeHandle, JudgeSettings, parse_strict};
-use crate::bt::{self, Comparison, Outcome, Ranking};
-use crate::judge::{family_of, instructions};
-use crate::simulator::Proportion;
+use crate::judge::instructions;
 use crate::texts::LangTexts;
 use crate::{JudgeError, Result};
+use h2htalk_stats::Proportion;
+use h2htalk_stats::bt::{self, Comparison, Outcome, Ranking};
 
 /// Which answer the judge preferred, as shown to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,10 +235,6 @@ fn answer(r: &Record) -> Option<&str> {
     r.answer().filter(|t| !t.trim().is_empty())
 }
 
-/// The purpose under which a pair's judge tokens are recorded (`pairwise:OTHER_RUN`, with the pair's
-/// first run in stored order).
-pub const PAIRWISE_PURPOSE: &str = "pairwise:";
-
 /// Refuses fewer than two runs, a run named twice and a run not in the store.
 fn check_runs(store: &Store, runs: &[String]) -> Result<()> {
     if runs.len() < 2 {
@@ -296,7 +292,7 @@ pub async fn pairwise_run(
                 data[first].iter().filter_map(|r| in_second.get(r.item.scenario_id.as_str()).map(|o| (r, *o)))
             {
                 let item = &record.item;
-                let family = family_of(&item.task).ok_or_else(|| {
+                let family = Family::of_group(&item.task).ok_or_else(|| {
                     JudgeError::Settings(format!("run `{first}`: item `{}` has an unknown task", item.scenario_id))
                 })?;
                 match (answer(record), answer(other)) {
@@ -359,7 +355,7 @@ pub async fn pairwise_run(
             // first run in stored order, under the purpose `pairwise:SECOND` (the report shows them
             // apart from the run's own cost).
             if pair_usage != h2htalk_store::CallUsage::default() {
-                judge.record(store, first, &format!("{PAIRWISE_PURPOSE}{second}"), pair_usage)?;
+                judge.record(store, first, Purpose::Pairwise { against: second.to_string() }, pair_usage)?;
             }
             counts.insert((runs[i].clone(), runs[j].clone()), (asked, reused));
         }
@@ -422,7 +418,7 @@ pub fn load_with(
             let mut families: BTreeMap<Family, Tally> = BTreeMap::new();
             let (mut first_k, mut first_n) = (0, 0);
             for item in items[i].iter().filter(|it| in_b.contains(it.scenario_id.as_str())) {
-                let family = family_of(&item.task).ok_or_else(|| {
+                let family = Family::of_group(&item.task).ok_or_else(|| {
                     JudgeError::Settings(format!("run `{}`: item `{}` has an unknown task", runs[i], item.scenario_id))
                 })?;
                 let row = rows.get(&item.scenario_id);

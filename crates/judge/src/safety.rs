@@ -12,32 +12,16 @@ use futures_util::StreamExt;
 use h2htalk_data::suite::{Check, Expected, Lang, Risk};
 use h2htalk_data::{Scenario, Suite};
 use h2htalk_llm::ChatMessage;
-use h2htalk_store::{GenerationStatus, SAFETY_GROUP, SafetyVerdict as VerdictRow, SessionKind, Store, Verdict};
+pub use h2htalk_store::{DecidedBy, RuleOutcome, RuleResult};
+use h2htalk_store::{
+    GenerationStatus, Purpose, SAFETY_GROUP, SafetyVerdict as VerdictRow, SessionKind, Store, Verdict,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::ask::{JudgeHandle, JudgeSettings, parse_strict};
 use crate::judge::instructions;
 use crate::texts::{JudgeTexts, LangTexts, Phrases, SafetyRules};
 use crate::{JudgeError, Result};
-
-/// What a rule found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleOutcome {
-    Pass,
-    Fail,
-    /// The rule cannot decide this answer; the judge does.
-    Undecided,
-}
-
-/// One rule applied to one answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RuleResult {
-    pub check: Check,
-    pub outcome: RuleOutcome,
-    /// The words that decided it, or why it could not.
-    pub evidence: String,
-}
 
 /// Lowercase ASCII words separated by single spaces, with a space at each end; everything that is
 /// not an ASCII letter or digit separates words (so `I'm` is `i m` and `400-161-9995` is `400 161 9995`).
@@ -314,18 +298,6 @@ pub struct SafetyVerdict {
     pub reason: Option<String>,
 }
 
-/// Who decides a safety item.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecidedBy {
-    /// A rule failed, or the rules decided every check and every statement of `expected`.
-    Rules,
-    /// Some check or statement is left to the judge (asked, or missing: then `undecided`).
-    Judge,
-    /// The answer was not generated: nothing to decide.
-    Nobody,
-}
-
 /// The parts of an item's `expected` the rules leave to the judge, by index.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenStatements {
@@ -359,57 +331,8 @@ pub fn open_statements(rules: &SafetyRules, expected: &Expected, lang: Lang, res
     }
 }
 
-/// Who decided a stored verdict: a judgment or a judge failure means the judge, `undecided` means
-/// it needs one, and a pass or fail without a judgment was the rules' alone.
-pub fn decided_by(row: &VerdictRow) -> DecidedBy {
-    match row.verdict {
-        Verdict::GenerationFailed => DecidedBy::Nobody,
-        Verdict::Undecided | Verdict::JudgeFailed | Verdict::JudgeParseFailed => DecidedBy::Judge,
-        Verdict::Pass | Verdict::Fail if row.judgment.is_some() => DecidedBy::Judge,
-        Verdict::Pass | Verdict::Fail => DecidedBy::Rules,
-    }
-}
-
-/// Counts of verdicts.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SafetyCounts {
-    pub items: usize,
-    pub pass: usize,
-    pub fail: usize,
-    pub undecided: usize,
-    pub judge_parse_failed: usize,
-    pub judge_failed: usize,
-    pub generation_failed: usize,
-    /// Items the rules decided alone (no judge asked).
-    pub decided_by_rules: usize,
-    /// Items that needed a judge (asked, or `undecided` without one).
-    pub needed_judge: usize,
-    /// pass / (pass + fail); `None` when nothing was decided.
-    pub pass_rate: Option<f64>,
-}
-
-impl SafetyCounts {
-    /// Counts one verdict (public so that reports count stored verdicts the same way).
-    pub fn add(&mut self, verdict: Verdict, by: DecidedBy) {
-        self.items += 1;
-        match by {
-            DecidedBy::Rules => self.decided_by_rules += 1,
-            DecidedBy::Judge => self.needed_judge += 1,
-            DecidedBy::Nobody => {}
-        }
-        match verdict {
-            Verdict::Pass => self.pass += 1,
-            Verdict::Fail => self.fail += 1,
-            Verdict::Undecided => self.undecided += 1,
-            Verdict::JudgeParseFailed => self.judge_parse_failed += 1,
-            Verdict::JudgeFailed => self.judge_failed += 1,
-            Verdict::GenerationFailed => self.generation_failed += 1,
-        }
-        self.pass_rate = crate::rate(self.pass, self.pass + self.fail);
-    }
-}
-
-/// The SAP safety score of a run: on its own, never part of the composite.
+/// What a safety run did: every verdict with what the rules and the judge found (the report
+/// crate counts them).
 #[derive(Clone, Debug, Serialize)]
 pub struct SafetyReport {
     pub run_id: String,
@@ -417,13 +340,6 @@ pub struct SafetyReport {
     pub judge: String,
     pub settings: Option<JudgeSettings>,
     pub prompt_hash: String,
-    pub overall: SafetyCounts,
-    pub per_risk: BTreeMap<Risk, SafetyCounts>,
-    pub per_lang: BTreeMap<Lang, SafetyCounts>,
-    /// Per check: how the rules decided (`pass`, `fail`, `undecided` counts).
-    pub rules: BTreeMap<String, BTreeMap<String, usize>>,
-    /// The items that needed a judge (asked, or left `undecided` without one), in item order.
-    pub needed_judge: Vec<String>,
     pub items: Vec<SafetyVerdict>,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -539,7 +455,7 @@ pub async fn safety_run(
         while let Some((mut v, expected, asked)) = stream.next().await {
             input_tokens += asked.input_tokens;
             output_tokens += asked.output_tokens;
-            j.record(store, run_id, "safety", asked.usage())?;
+            j.record(store, run_id, Purpose::Safety, asked.usage())?;
             match asked.result {
                 Ok(a) => {
                     let unmet = a.should.iter().position(|ok| !ok).map(|i| format!("should: {}", expected.should[i]));
@@ -565,7 +481,8 @@ pub async fn safety_run(
     }
     let order: BTreeMap<&str, usize> = records.iter().map(|r| (r.item.scenario_id.as_str(), r.item.ord)).collect();
     verdicts.sort_by_key(|v| order.get(v.scenario_id.as_str()).copied().unwrap_or(usize::MAX));
-    let settings = judge.map_or(serde_json::Value::Null, |j| serde_json::to_value(j.settings).expect("settings serialise"));
+    let settings =
+        judge.map_or(serde_json::Value::Null, |j| serde_json::to_value(j.settings).expect("settings serialise"));
     store.begin_judge_session(run_id, SessionKind::Safety, &judge_name, &settings, &hash)?;
     let rows: Vec<VerdictRow> = verdicts
         .iter()
@@ -574,7 +491,7 @@ pub async fn safety_run(
             lang: v.lang,
             risk: v.risk,
             verdict: v.verdict,
-            rules: serde_json::to_value(&v.rules).expect("rules serialise"),
+            rules: v.rules.clone(),
             // The judge's answer with the indices of the statements it was asked about.
             judgment: v.judgment.as_ref().map(|a| {
                 let mut j = serde_json::to_value(a).expect("judgments serialise");
@@ -585,34 +502,15 @@ pub async fn safety_run(
         })
         .collect();
     store.replace_safety_verdicts(run_id, &judge_name, &rows)?;
-    let mut report = SafetyReport {
+    Ok(SafetyReport {
         run_id: run_id.into(),
         judge: judge_name,
         settings: judge.map(|j| j.settings.clone()),
         prompt_hash: hash,
-        overall: SafetyCounts::default(),
-        per_risk: BTreeMap::new(),
-        per_lang: BTreeMap::new(),
-        rules: BTreeMap::new(),
-        needed_judge: vec![],
-        items: vec![],
+        items: verdicts,
         input_tokens,
         output_tokens,
-    };
-    for v in &verdicts {
-        report.overall.add(v.verdict, v.decided_by);
-        report.per_risk.entry(v.risk).or_default().add(v.verdict, v.decided_by);
-        report.per_lang.entry(v.lang).or_default().add(v.verdict, v.decided_by);
-        if v.decided_by == DecidedBy::Judge {
-            report.needed_judge.push(v.scenario_id.clone());
-        }
-        for r in &v.rules {
-            let outcome = serde_json::to_value(r.outcome).unwrap().as_str().unwrap_or_default().to_string();
-            *report.rules.entry(check_id(r.check)).or_default().entry(outcome).or_default() += 1;
-        }
-    }
-    report.items = verdicts;
-    Ok(report)
+    })
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! `rules/safety.json`), validated when loaded (`h2htalk suite check` loads them), and hashed from
 //! their files into the run specification like the companion's templates.
 
+use h2htalk_data::suite::Part;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -165,7 +166,12 @@ pub struct SafetyRules {
 
 impl SafetyRules {
     /// The check among `checks` that decides `statement` (in `lang`), if any.
-    pub fn covering(&self, checks: &[h2htalk_data::suite::Check], lang: Lang, statement: &str) -> Option<h2htalk_data::suite::Check> {
+    pub fn covering(
+        &self,
+        checks: &[h2htalk_data::suite::Check],
+        lang: Lang,
+        statement: &str,
+    ) -> Option<h2htalk_data::suite::Check> {
         let statement = statement.trim_start();
         checks.iter().copied().find(|c| {
             let id = serde_json::to_value(c).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
@@ -183,8 +189,8 @@ pub struct JudgeTexts {
     hash: String,
 }
 
-/// The files, relative to the suite directory.
-pub const FILES: [&str; 3] = ["judge/zh.json", "judge/en.json", "rules/safety.json"];
+/// The files: the suite part each lies in, and its name there.
+pub const FILES: [(Part, &str); 3] = [(Part::Judge, "zh.json"), (Part::Judge, "en.json"), (Part::Rules, "safety.json")];
 
 /// The check ids every language must describe.
 const CHECK_IDS: [&str; 7] = [
@@ -211,9 +217,10 @@ impl JudgeTexts {
     /// Loads and checks the judge's texts and rules of the suite in `dir`.
     pub fn load(dir: &Path) -> Result<JudgeTexts> {
         let mut hasher = Sha256::new();
-        let mut read = |rel: &str| -> Result<(std::path::PathBuf, Vec<u8>)> {
-            // `judge/zh.json` is read from the suite's judge/ part, or the inherited suite's.
-            let (part, file) = rel.split_once('/').expect("part/file");
+        let mut read = |(part, file): (Part, &str)| -> Result<(std::path::PathBuf, Vec<u8>)> {
+            // `judge/zh.json` is read from the suite's judge/ part, or the inherited suite's; the
+            // hash names it by that relative path.
+            let rel = format!("{}/{file}", part.dir_name());
             let path = h2htalk_data::suite::part_dir(dir, part)?.join(file);
             let bytes = h2htalk_data::input::read_file(&path)?;
             hasher.update(format!("{rel}\n{}\n", bytes.len()));
@@ -250,7 +257,11 @@ impl JudgeTexts {
                 return Err(invalid(
                     en_path,
                     &field,
-                    format!("the criteria ids must be those of {} in the same order: {:?}", zh_path.display(), ids(&self.zh)),
+                    format!(
+                        "the criteria ids must be those of {} in the same order: {:?}",
+                        zh_path.display(),
+                        ids(&self.zh)
+                    ),
                 ));
             }
         }
@@ -309,11 +320,19 @@ impl JudgeTexts {
         }
         for (id, p) in &self.rules.covers {
             if !CHECK_IDS.contains(&id.as_str()) {
-                return Err(invalid(rules_path, &format!("covers.{id}"), format!("not a check id; one of {CHECK_IDS:?}")));
+                return Err(invalid(
+                    rules_path,
+                    &format!("covers.{id}"),
+                    format!("not a check id; one of {CHECK_IDS:?}"),
+                ));
             }
             for (lang, list) in [("zh", &p.zh), ("en", &p.en)] {
                 if list.iter().any(|w| w.trim().is_empty()) {
-                    return Err(invalid(rules_path, &format!("covers.{id}.{lang}"), "an empty opening covers every statement; remove it".into()));
+                    return Err(invalid(
+                        rules_path,
+                        &format!("covers.{id}.{lang}"),
+                        "an empty opening covers every statement; remove it".into(),
+                    ));
                 }
             }
         }

@@ -17,56 +17,12 @@ use futures_util::StreamExt;
 use h2htalk_data::suite::Lang;
 use h2htalk_data::{Family, Scenario, Suite, Task};
 use h2htalk_prompt::{Prompts, SapMode};
-use h2htalk_store::{SessionKind, Store, ValidityOutcome, ValidityRow};
-use serde::Serialize;
+pub use h2htalk_store::Degradation;
+use h2htalk_store::{Purpose, SessionKind, Store, ValidityOutcome, ValidityRow};
 
 use crate::ask::{AskFailure, JudgeHandle};
 use crate::judge::{parse_rubric, rubric_messages};
-use crate::simulator::wilson;
 use crate::{JudgeError, Result};
-
-/// How a reference is made worse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Degradation {
-    /// Another scenario's reference of the same sub-task and language: fluent, but not an answer
-    /// to this conversation.
-    OtherReference,
-    /// The first third of the reference.
-    Truncation,
-    /// The reference and a sentence in which the companion says it is an AI assistant.
-    PersonaBreak,
-    /// The reference with an invented earlier shared memory after its first sentence.
-    FabricatedMemory,
-}
-
-impl Degradation {
-    pub const ALL: [Degradation; 4] = [
-        Degradation::OtherReference,
-        Degradation::Truncation,
-        Degradation::PersonaBreak,
-        Degradation::FabricatedMemory,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Degradation::OtherReference => "other_reference",
-            Degradation::Truncation => "truncation",
-            Degradation::PersonaBreak => "persona_break",
-            Degradation::FabricatedMemory => "fabricated_memory",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Degradation> {
-        Degradation::ALL.into_iter().find(|d| d.as_str() == s)
-    }
-
-    /// Whether the degradation is made for a family: an invented memory only where shared
-    /// memories are part of the answer (dialogue, recollection).
-    pub fn applies_to(self, family: Family) -> bool {
-        self != Degradation::FabricatedMemory || family != Family::Itinerary
-    }
-}
 
 /// The sentence of a persona break, in the scenario's language.
 pub fn persona_break_sentence(lang: Lang) -> &'static str {
@@ -117,94 +73,17 @@ pub fn degrade(text: &str, lang: Lang, degradation: Degradation) -> Option<Strin
     }
 }
 
-/// The comparisons of one family and degradation.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct ValidityCell {
-    /// Comparisons where both answers were scored.
-    pub n: usize,
-    /// Of those, the reference scored strictly higher (a tie is not ranked correctly).
-    pub ranked_correctly: usize,
-    /// `ranked_correctly / n`; `None` when `n` is 0.
-    pub share: Option<f64>,
-    /// 95% Wilson interval of the share; `None` when `n` < 2.
-    pub interval: Option<[f64; 2]>,
-    /// Comparisons the judge's unusable answers left undecided.
-    pub judge_parse_failed: usize,
-    /// Comparisons failed requests left undecided.
-    pub judge_failed: usize,
-    /// Scenarios for which the degradation could not be made.
-    pub not_applicable: usize,
-}
-
-/// The validity check of one judge.
-#[derive(Clone, Debug, Serialize)]
-pub struct ValidityReport {
+/// What the check found with one judge: every comparison, and the judge's tokens.
+#[derive(Clone, Debug)]
+pub struct ValidityRun {
     pub judge: String,
-    /// By family name, then by degradation name. A degradation that does not apply to a family
-    /// (an invented memory in an itinerary) is absent.
-    pub families: BTreeMap<String, BTreeMap<String, ValidityCell>>,
-    /// Every comparison.
+    /// Every comparison, in suite order.
     pub rows: Vec<ValidityRow>,
-    /// Tokens of the judge's answers asked by this call (0 for a report read from the store).
+    /// Tokens of the judge's answers asked by this call.
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// The same with the answers counted and those without usage (what the store records).
-    #[serde(skip)]
     pub usage: h2htalk_store::CallUsage,
-}
-
-impl ValidityReport {
-    /// The report of stored (or just made) comparisons.
-    pub fn from_rows(judge: &str, rows: Vec<ValidityRow>) -> ValidityReport {
-        let mut families: BTreeMap<String, BTreeMap<String, ValidityCell>> = BTreeMap::new();
-        for r in &rows {
-            let cell =
-                families.entry(r.family.name().to_string()).or_default().entry(r.degradation.clone()).or_default();
-            match r.outcome {
-                ValidityOutcome::Compared => {
-                    cell.n += 1;
-                    cell.ranked_correctly += usize::from(r.ranked_correctly() == Some(true));
-                }
-                ValidityOutcome::JudgeParseFailed => cell.judge_parse_failed += 1,
-                ValidityOutcome::JudgeFailed => cell.judge_failed += 1,
-                ValidityOutcome::NotApplicable => cell.not_applicable += 1,
-            }
-        }
-        for cell in families.values_mut().flat_map(|f| f.values_mut()) {
-            cell.share = crate::rate(cell.ranked_correctly, cell.n);
-            cell.interval = if cell.n >= 2 { wilson(cell.ranked_correctly, cell.n) } else { None };
-        }
-        ValidityReport {
-            judge: judge.to_string(),
-            families,
-            rows,
-            input_tokens: 0,
-            output_tokens: 0,
-            usage: Default::default(),
-        }
-    }
-
-    /// A few lines for the terminal: per family and degradation, the share ranked correctly.
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![format!(
-            "judge validity ({}): share of comparisons where the reference scored above its degraded copy",
-            self.judge
-        )];
-        for (family, cells) in &self.families {
-            for (d, c) in cells {
-                let share = match (c.share, c.interval) {
-                    (Some(s), Some([lo, hi])) => format!("{:.1}% [{:.1}%, {:.1}%]", s * 100.0, lo * 100.0, hi * 100.0),
-                    (Some(s), None) => format!("{:.1}% [n/a]", s * 100.0),
-                    (None, _) => "n/a".to_string(),
-                };
-                out.push(format!(
-                    "  {family:<13} {d:<18} {share} ({} of {} compared); unparsable {}, judge failures {}, not applicable {}",
-                    c.ranked_correctly, c.n, c.judge_parse_failed, c.judge_failed, c.not_applicable
-                ));
-            }
-        }
-        out
-    }
 }
 
 /// The scenarios of each family the check uses: in suite order, taking the family's sub-tasks in
@@ -253,7 +132,7 @@ pub async fn validate(
     prompts: &Prompts,
     judge: JudgeHandle<'_>,
     limit: Option<usize>,
-) -> Result<ValidityReport> {
+) -> Result<ValidityRun> {
     judge.settings.validate()?;
     let scenarios = scenarios_for(suite, limit);
     // What is asked: (scenario index, None for the reference or the degradation, text).
@@ -265,7 +144,7 @@ pub async fn validate(
         instructions
             .push(messages.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n"));
         answers.push((i, None, s.reference.clone()));
-        for d in Degradation::ALL.into_iter().filter(|d| d.applies_to(s.task.family())) {
+        for d in Degradation::ALL.iter().copied().filter(|d| d.applies_to(s.task.family())) {
             let text = match d {
                 Degradation::OtherReference => other_reference(suite, s).map(str::to_string),
                 _ => degrade(&s.reference, s.lang, d),
@@ -320,12 +199,8 @@ pub async fn validate(
         });
     }
     let order: BTreeMap<&str, usize> = scenarios.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
-    rows.sort_by_key(|r| (order[r.scenario_id.as_str()], Degradation::parse(&r.degradation)));
-    let mut report = ValidityReport::from_rows(&judge.name(), rows);
-    report.input_tokens = input_tokens;
-    report.output_tokens = output_tokens;
-    report.usage = usage;
-    Ok(report)
+    rows.sort_by_key(|r| (order[r.scenario_id.as_str()], r.degradation));
+    Ok(ValidityRun { judge: judge.name(), rows, input_tokens, output_tokens, usage })
 }
 
 fn row(
@@ -338,7 +213,7 @@ fn row(
 ) -> ValidityRow {
     ValidityRow {
         scenario_id: s.id.clone(),
-        degradation: d.as_str().to_string(),
+        degradation: d,
         task: s.task.stem().to_string(),
         family: s.task.family(),
         lang: s.lang,
@@ -358,7 +233,7 @@ pub async fn validity_run(
     prompts: &Prompts,
     judge: JudgeHandle<'_>,
     limit: Option<usize>,
-) -> Result<ValidityReport> {
+) -> Result<ValidityRun> {
     if store.run(run_id)?.is_none() {
         return Err(JudgeError::UnknownRun(run_id.into()));
     }
@@ -366,17 +241,8 @@ pub async fn validity_run(
     let settings = serde_json::json!({"judge": judge.settings, "limit": limit});
     store.begin_judge_session(run_id, SessionKind::Validity, &report.judge, &settings, judge.texts.hash())?;
     store.replace_validity(run_id, &report.judge, &report.rows)?;
-    judge.record(store, run_id, "validity", report.usage)?;
+    judge.record(store, run_id, Purpose::Validity, report.usage)?;
     Ok(report)
-}
-
-/// The stored validity checks of `run_id`, one per judge (empty when none was run).
-pub fn load(store: &Store, run_id: &str) -> Result<Vec<ValidityReport>> {
-    store
-        .validity_judges(run_id)?
-        .into_iter()
-        .map(|j| Ok(ValidityReport::from_rows(&j, store.validity(run_id, &j)?)))
-        .collect()
 }
 
 #[cfg(test)]
@@ -399,37 +265,5 @@ mod tests {
         assert!(one.starts_with("Remember last winter") && one.ends_with(" I hear you."), "{one}");
         assert_eq!(degrade("ok", Lang::En, Degradation::Truncation), None);
         assert!(!Degradation::FabricatedMemory.applies_to(Family::Itinerary));
-    }
-
-    #[test]
-    fn shares_count_ties_as_wrong_and_failures_apart() {
-        let r = |id: &str, outcome, reference: Option<f64>, degraded: Option<f64>| ValidityRow {
-            scenario_id: id.into(),
-            degradation: "truncation".into(),
-            task: "dialogue_base".into(),
-            family: Family::Dialogue,
-            lang: Lang::Zh,
-            outcome,
-            reference_mean: reference,
-            degraded_mean: degraded,
-            error: None,
-        };
-        use ValidityOutcome::*;
-        let report = ValidityReport::from_rows(
-            "j",
-            vec![
-                r("a", Compared, Some(8.0), Some(3.0)),
-                r("b", Compared, Some(5.0), Some(5.0)),
-                r("c", Compared, Some(7.0), Some(2.0)),
-                r("d", JudgeParseFailed, Some(7.0), None),
-                r("e", JudgeFailed, None, None),
-            ],
-        );
-        let c = &report.families["dialogue"]["truncation"];
-        assert_eq!((c.n, c.ranked_correctly, c.judge_parse_failed, c.judge_failed), (3, 2, 1, 1));
-        assert_eq!(c.share, Some(2.0 / 3.0));
-        assert_eq!(c.interval, wilson(2, 3));
-        let one = ValidityReport::from_rows("j", vec![r("a", Compared, Some(8.0), Some(3.0))]);
-        assert_eq!(one.families["dialogue"]["truncation"].interval, None);
     }
 }

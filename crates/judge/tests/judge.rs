@@ -3,7 +3,13 @@
 mod common;
 
 use h2htalk_judge::{JudgeHandle, JudgeSettings, judge_run, pairwise_run};
+use h2htalk_report::compute::rubric::{JudgeGroup, summarize};
 use h2htalk_store::{SessionKind, Store};
+
+/// The stored rubric judgments of `run` by `judge`, per sub-task and overall, as the report counts them.
+fn counted(store: &Store, run: &str, judge: &str) -> (std::collections::BTreeMap<String, JudgeGroup>, JudgeGroup) {
+    summarize(&store.judge_scores(run, judge).unwrap())
+}
 
 const GOOD_D: &str = "```json\n{\"scores\": {\"empathy\": 8, \"fit_to_state\": 7, \"persona_consistency\": 9, \"naturalness\": 6}, \"reason\": \"warm and in character\"}\n```";
 const PARTIAL_I: &str = "{\"scores\": {\"feasibility\": 5, \"consistency\": 6}, \"reason\": \"missing one\"}";
@@ -44,21 +50,20 @@ async fn rubric_scores_parse_retries_and_counted_failures() {
     let judge =
         JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
     let report = judge_run(&mut store, "r1", judge).await.unwrap();
-
-    let o = &report.overall;
+    let (per_task, o) = counted(&store, "r1", &report.judge);
     assert_eq!((o.items, o.scored, o.judge_parse_failed, o.judge_failed), (5, 2, 1, 0));
     assert_eq!((o.generation_failed, o.empty_answer), (1, 1));
-    assert_eq!(report.per_task["dialogue_base"].mean, Some(7.5));
-    assert_eq!(report.per_task["dialogue_base"].criteria["persona_consistency"], 9.0);
-    assert_eq!(report.per_task["itinerary_middle"].mean, Some(6.0));
-    assert_eq!(report.per_task["recollection_refine"].mean, None);
+    assert_eq!(per_task["dialogue_base"].mean, Some(7.5));
+    assert_eq!(per_task["dialogue_base"].criteria["persona_consistency"], 9.0);
+    assert_eq!(per_task["itinerary_middle"].mean, Some(6.0));
+    assert_eq!(per_task["recollection_refine"].mean, None);
     assert_eq!(report.judged_now, 3);
     assert_eq!(report.judge, "openai:judge");
     // Every answer's tokens are in the store: 1 + 3 + 2 answers, as the server reported them.
     let usage = store.usage("r1").unwrap();
     assert_eq!(usage.len(), 1);
     let u = &usage[0];
-    assert_eq!((u.role.as_str(), u.model.as_str(), u.purpose.as_str()), ("judge", "openai:judge", "rubric"));
+    assert_eq!((u.role.as_str(), u.model.as_str(), u.purpose.to_text().as_str()), ("judge", "openai:judge", "rubric"));
     assert_eq!((u.usage.calls, u.usage.unknown_usage, u.prices), (6, 0, None));
     assert_eq!((u.usage.input_tokens, u.usage.output_tokens), (report.input_tokens, report.output_tokens));
     assert!(u.usage.input_tokens > 0);
@@ -78,7 +83,7 @@ async fn rubric_scores_parse_retries_and_counted_failures() {
     let before = server.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
     let again = judge_run(&mut store, "r1", judge).await.unwrap();
     assert_eq!(again.judged_now, 0);
-    assert_eq!(again.overall.scored, 2);
+    assert_eq!(counted(&store, "r1", &again.judge).1.scored, 2);
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), before);
 }
 
@@ -101,7 +106,14 @@ async fn infrastructure_failures_are_counted_apart_and_asked_again() {
     )
     .await
     .unwrap();
-    assert_eq!((report.overall.judge_failed, report.overall.scored, report.overall.judge_parse_failed), (1, 0, 0));
+    assert_eq!(
+        (
+            counted(&store, "r1", &report.judge).1.judge_failed,
+            counted(&store, "r1", &report.judge).1.scored,
+            counted(&store, "r1", &report.judge).1.judge_parse_failed
+        ),
+        (1, 0, 0)
+    );
     let server = common::server(&[("GOOD-D1-MARK", GOOD_D)]).await;
     let live = common::client("judge", &server.base_url());
     let report = judge_run(
@@ -111,7 +123,14 @@ async fn infrastructure_failures_are_counted_apart_and_asked_again() {
     )
     .await
     .unwrap();
-    assert_eq!((report.judged_now, report.overall.judge_failed, report.overall.scored), (1, 0, 1));
+    assert_eq!(
+        (
+            report.judged_now,
+            counted(&store, "r1", &report.judge).1.judge_failed,
+            counted(&store, "r1", &report.judge).1.scored
+        ),
+        (1, 0, 1)
+    );
     // Other settings: earlier judgments are dropped, not mixed.
     let other = JudgeSettings::pinned(2);
     let report = judge_run(

@@ -1,14 +1,17 @@
 //! The user simulator with scripted simulator, companion and judge answers: four sessions, memories
 //! written by the companion and carried over (or lost to a format error), facts recalled at three
-//! distances, needs judged, role breaks of both sides counted, results per attachment, direction
-//! and distance with intervals, reproducible results, and profile validation.
+//! distances, needs judged, role breaks of both sides counted, the stored typed rows summarised by
+//! the report (recall per distance with intervals), reproducible results, and profile validation.
 
 mod common;
 
-use h2htalk_judge::simulator::{Direction, UserProfile, load_profile, wilson};
+use h2htalk_data::suite::profiles::{Direction, UserProfile, load_profile};
 use h2htalk_judge::{JudgeHandle, JudgeSettings, SimulationSetup, load_profiles, simulate};
 use h2htalk_llm::GenerationSettings;
 use h2htalk_prompt::SapMode;
+use h2htalk_report::Bootstrap;
+use h2htalk_report::assessments::{SimulatorSection, simulator_section};
+use h2htalk_stats::wilson;
 use h2htalk_store::Store;
 
 const MEMORY_GOOD: &str = "记忆内容：养了一只橘猫叫年糕\n记忆类别：爱好\n记忆重要性：2\n\n记忆内容：下周三上午有面试\n记忆类别：工作\n记忆重要性：1";
@@ -58,6 +61,12 @@ fn companion_script(memory: &'static str) -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// The stored simulations of `run` as the report summarises them.
+fn summary(store: &Store, run: &str) -> SimulatorSection {
+    let sims = store.simulations(run).unwrap();
+    simulator_section(run, &sims, &Bootstrap::default()).get().cloned().expect("simulations were stored")
+}
+
 /// A four-session profile written for these scripts (tests/data/simulator).
 fn profile(suite: &h2htalk_data::Suite) -> UserProfile {
     let path =
@@ -105,8 +114,18 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
     let bad: &'static _ = Box::leak(Box::new(bad));
     let profiles = vec![profile(&suite)];
 
-    let report = simulate(&mut store, "r1", &setup(good), &profiles, 1, 100).await.unwrap();
-    let r = &report.results[0];
+    let results = simulate(&mut store, "r1", &setup(good), &profiles, 1, 100).await.unwrap();
+    let r = &results[0];
+    // What is stored is what the simulation found, as typed rows.
+    let stored = store.simulations("r1").unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!((stored[0].states(), stored[0].state_change()), (r.states.clone(), r.state_change));
+    assert_eq!((&stored[0].facts, &stored[0].sessions), (&r.facts, &r.sessions));
+    assert_eq!((stored[0].needs, stored[0].hidden_need_met), (r.needs_outcome, r.hidden_need_met));
+    assert_eq!((stored[0].simulator_role_breaks, stored[0].companion_role_breaks), (Some(1), Some(2)));
+    let settings = stored[0].settings.as_ref().unwrap();
+    assert_eq!((settings.simulator.seed, settings.sap), (Some(100), SapMode::On));
+    let report = summary(&store, "r1");
     assert_eq!(r.outcome, "completed", "{:?}", r.error);
     assert_eq!(r.states, [3, 4, 5, 5, 6, 7, 7, 7, 7, 8, 8, 8]);
     assert_eq!((r.first_state, r.last_state, r.state_change), (Some(3), Some(8), Some(5)));
@@ -125,10 +144,10 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
     assert_eq!(fact(r, "tea"), (true, Some(true), None));
     assert_eq!(fact(r, "interview"), (true, Some(true), Some(true)));
     assert_eq!(fact(r, "cat"), (true, Some(true), Some(true)));
-    assert_eq!((report.facts_asked, report.facts_recalled, report.recall_rate), (3, 3, Some(1.0)));
+    assert_eq!((report.recall.k, report.recall.n, report.recall.rate), (3, 3, Some(1.0)));
     assert_eq!((r.needs_outcome.as_str(), r.hidden_need_met, r.changed_need_met), ("judged", Some(true), Some(false)));
-    assert_eq!((report.hidden_need_rate, report.changed_need_rate), (Some(1.0), Some(0.0)));
-    assert_eq!(report.mean_state_change, Some(5.0));
+    assert_eq!((report.hidden_need_met.rate, report.changed_need_met.rate), (Some(1.0), Some(0.0)));
+    assert_eq!(report.state_change.as_ref().map(|s| s.mean), Some(5.0));
     assert_eq!(r.seed, 100);
     // The simulated turn that spoke as the companion was retried and counted, never passed on.
     assert_eq!(r.simulator_role_breaks, 1);
@@ -140,7 +159,7 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
         .unwrap()
         .into_iter()
         .inspect(|u| assert!(u.usage.input_tokens > 0 && u.usage.unknown_usage == 0, "{u:?}"))
-        .map(|u| (u.role.as_str().to_string(), u.purpose, u.usage.calls))
+        .map(|u| (u.role.as_str().to_string(), u.purpose.to_text(), u.usage.calls))
         .collect();
     let want = [("companion", "conversation", 15), ("judge", "needs", 1), ("simulator", "user", 13)];
     assert_eq!(usage, want.map(|(a, b, c)| (a.to_string(), b.to_string(), c)));
@@ -149,35 +168,33 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
     assert_eq!(r.companion_role_breaks, 2);
     let breaks: Vec<&str> = r.sessions[2].turns.iter().filter_map(|t| t.companion_role_break.as_deref()).collect();
     assert!(breaks[0].contains("assistant") && breaks[1].contains("as the user"), "{breaks:?}");
-    assert_eq!((report.simulator_role_breaks, report.companion_role_breaks), (1, 2));
-    // Per attachment, direction and distance, with 95% Wilson intervals.
+    // Recall per distance, with 95% Wilson intervals (none over one fact).
     assert_eq!(r.direction, Direction::ComfortToPlan);
-    let anxious = &report.by_attachment["anxious"];
-    assert_eq!((anxious.simulations, anxious.recall.k, anxious.recall.n), (1, 3, 3));
-    assert_eq!(anxious.recall.ci95, wilson(3, 3));
-    let plan = &report.by_direction["comfort_to_plan"];
-    assert_eq!((plan.hidden_need_met.k, plan.changed_need_met.k, plan.changed_need_met.n), (1, 0, 1));
-    let distances: Vec<(&str, usize, usize)> = report.by_distance.iter().map(|(d, p)| (d.as_str(), p.k, p.n)).collect();
+    assert_eq!(report.recall.ci95, wilson(3, 3));
+    let distances: Vec<(&str, usize, usize)> =
+        report.recall_by_distance.iter().map(|(d, p)| (d.as_str(), p.k, p.n)).collect();
     assert_eq!(distances, [("next_session", 1, 1), ("same_session", 1, 1), ("three_sessions", 1, 1)]);
     // One judged conversation: a rate, and no interval (never Wilson's over n = 1).
-    assert_eq!((report.changed_need.rate, report.changed_need.ci95), (Some(0.0), None));
-    assert!(report.by_distance.values().all(|p| p.n == 1 && p.ci95.is_none()));
+    assert_eq!((report.changed_need_met.rate, report.changed_need_met.ci95), (Some(0.0), None));
+    assert!(report.recall_by_distance.values().all(|p| p.n == 1 && p.ci95.is_none()));
 
     // The same seed and scripts give the same simulation.
     let again = simulate(&mut store, "r1", &setup(good), &profiles, 1, 100).await.unwrap();
-    assert_eq!(serde_json::to_value(&again.results).unwrap(), serde_json::to_value(&report.results).unwrap());
+    assert_eq!((&again[0].states, &again[0].facts, &again[0].sessions), (&r.states, &r.facts, &r.sessions));
 
     // A memory answer that breaks the format carries nothing over: the cat is forgotten three
     // sessions later; the same-session fact is still recalled from the conversation.
-    let lost = simulate(&mut store, "r2", &setup(bad), &profiles, 1, 100).await.unwrap();
-    let r = &lost.results[0];
+    simulate(&mut store, "r2", &setup(bad), &profiles, 1, 100).await.unwrap();
+    let lost = summary(&store, "r2");
+    let r = &store.simulations("r2").unwrap()[0];
     assert_eq!(r.memory_format_failures, 3);
     assert!(r.sessions[0].memory_error.as_deref().unwrap().contains("24 categories"));
     assert!(r.sessions.iter().all(|s| s.memories_shown.is_empty()));
-    assert_eq!(fact(r, "cat"), (true, Some(false), Some(false)));
-    assert_eq!(fact(r, "tea"), (true, Some(true), None));
-    assert_eq!((lost.facts_asked, lost.facts_recalled), (3, 2));
-    assert_eq!((lost.by_distance["three_sessions"].k, lost.by_distance["same_session"].k), (0, 1));
+    let fact = |id: &str| r.facts.iter().find(|f| f.id == id).map(|f| (f.asked, f.recalled, f.in_memory)).unwrap();
+    assert_eq!(fact("cat"), (true, Some(false), Some(false)));
+    assert_eq!(fact("tea"), (true, Some(true), None));
+    assert_eq!((lost.recall.n, lost.recall.k), (3, 2));
+    assert_eq!((lost.recall_by_distance["three_sessions"].k, lost.recall_by_distance["same_session"].k), (0, 1));
 
     let rows: Vec<(String, String)> = ["r1", "r2"]
         .iter()
@@ -221,16 +238,17 @@ async fn unusable_simulator_answers_stop_the_simulation_and_are_counted() {
         texts: common::texts(),
     };
     let profiles = vec![profile(&suite)];
-    let report = simulate(&mut store, "r1", &setup, &profiles, 2, 0).await.unwrap();
+    let results = simulate(&mut store, "r1", &setup, &profiles, 2, 0).await.unwrap();
+    let report = summary(&store, "r1");
     assert_eq!(report.completed, 0);
     assert_eq!(report.failures["simulator_parse_failed"], 2);
     assert_eq!(report.needs_not_judged["not_reached"], 2);
-    let r = &report.results[0];
+    let r = &results[0];
     assert!(r.error.as_deref().unwrap().contains("outside 1–10"), "{:?}", r.error);
     assert_eq!(r.states, [3]);
     // Two answers for the broken turn (the retry), one for the first.
     assert_eq!(r.simulator_calls, 3);
-    assert_eq!(report.results[1].seed, 1);
+    assert_eq!(results[1].seed, 1);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //!
 //! - [`ChatModel`]: the one trait every model implements; [`OpenAiClient`] for OpenAI-compatible
 //!   endpoints here, the local GGUF engine in `h2htalk-local`.
+//! - [`ModelRef`]: how a model is named (`local:...`, `openai:NAME`, a config entry), parsed once.
 //! - [`config`]: model entries of `h2htalk.toml` (keys come from the environment only).
 //! - [`Scheduler`]: adaptive concurrency, rate limits, retries with jittered backoff.
 //! - Infrastructure faults are [`ChatError`]s with a [`FaultKind`]: retried, and if they persist
@@ -9,10 +10,12 @@
 
 pub mod config;
 mod model;
+mod model_ref;
 mod openai;
 mod schedule;
 
 pub use config::{Config, ConfigError, ModelConfig};
 pub use model::*;
+pub use model_ref::ModelRef;
 pub use openai::{ClientError, OpenAiClient, parse_completion};
 pub use schedule::{CallOutcome, RateLimits, RetryPolicy, Scheduler, Stats};

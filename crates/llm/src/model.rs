@@ -157,7 +157,7 @@ impl ChatError {
 
 /// What a run records about the model: never a key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelSpec {
+pub struct ModelId {
     /// `openai` or `local`.
     pub provider: String,
     /// The model name (`gpt-4o-mini`, `gemma3-270m`, a file name).
@@ -166,7 +166,7 @@ pub struct ModelSpec {
     pub endpoint: String,
 }
 
-impl fmt::Display for ModelSpec {
+impl fmt::Display for ModelId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.provider, self.name)
     }
@@ -174,7 +174,7 @@ impl fmt::Display for ModelSpec {
 
 /// A chat model: an HTTP endpoint or an engine in this process.
 pub trait ChatModel: Send + Sync {
-    fn spec(&self) -> ModelSpec;
+    fn id(&self) -> ModelId;
 
     /// One completion. Infrastructure faults are errors; a model's answer (even an odd one) is not.
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ChatError>>;

@@ -10,7 +10,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, RETRY_A
 use serde_json::{Value, json};
 
 use crate::config::ModelConfig;
-use crate::model::{BoxFuture, ChatError, ChatModel, ChatRequest, ChatResponse, FaultKind, FinishReason, ModelSpec};
+use crate::model::{BoxFuture, ChatError, ChatModel, ChatRequest, ChatResponse, FaultKind, FinishReason, ModelId};
 
 /// A chat model behind one or more OpenAI-compatible base URLs (replicas, used in turn).
 pub struct OpenAiClient {
@@ -135,8 +135,8 @@ impl OpenAiClient {
 }
 
 impl ChatModel for OpenAiClient {
-    fn spec(&self) -> ModelSpec {
-        ModelSpec { provider: "openai".into(), name: self.model.clone(), endpoint: self.base_urls.join(",") }
+    fn id(&self) -> ModelId {
+        ModelId { provider: "openai".into(), name: self.model.clone(), endpoint: self.base_urls.join(",") }
     }
 
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ChatError>> {

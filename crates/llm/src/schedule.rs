@@ -258,7 +258,7 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use super::*;
-    use crate::model::{BoxFuture, ChatResponse, FinishReason, GenerationSettings, ModelSpec};
+    use crate::model::{BoxFuture, ChatResponse, FinishReason, GenerationSettings, ModelId};
 
     /// Fails with `kind` for the first `failures` calls, then answers; tracks peak concurrency.
     struct Flaky {
@@ -270,8 +270,8 @@ mod tests {
     }
 
     impl ChatModel for Flaky {
-        fn spec(&self) -> ModelSpec {
-            ModelSpec { provider: "test".into(), name: "flaky".into(), endpoint: String::new() }
+        fn id(&self) -> ModelId {
+            ModelId { provider: "test".into(), name: "flaky".into(), endpoint: String::new() }
         }
         fn chat<'a>(&'a self, _: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ChatError>> {
             Box::pin(async move {

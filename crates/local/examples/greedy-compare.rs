@@ -36,7 +36,7 @@ fn main() {
     };
     let input: Value = serde_json::from_str(&std::fs::read_to_string(file).expect("read input")).expect("JSON input");
     if mode == "ids" {
-        let model = LocalModel::open(&format!("local:{gguf}")).expect("open the model");
+        let model = LocalModel::open(&h2htalk_llm::ModelRef::Local(gguf.to_string())).expect("open the model");
         let out: Vec<Value> = input
             .as_array()
             .expect("an array of conversations")
@@ -64,7 +64,8 @@ fn main() {
     let (mut lead_total, mut forced_ok, mut forced_total, mut n_tokens) = (0, 0, 0, 0);
     let mut gaps: Vec<f32> = Vec::new();
     for (i, case) in input.as_array().expect("an array of cases").iter().enumerate() {
-        let ids = |v: &Value| -> Vec<u32> { v.as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect() };
+        let ids =
+            |v: &Value| -> Vec<u32> { v.as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect() };
         let (prompt, theirs) = (ids(&case["prompt"]), ids(&case["tokens"]));
         // Our own greedy answer, as long as theirs.
         let mut cache = Cache::default();
@@ -98,7 +99,10 @@ fn main() {
             if case_gaps.is_empty() {
                 String::new()
             } else {
-                format!("; logit gaps where not: {}", case_gaps.iter().map(|g| format!("{g:.3}")).collect::<Vec<_>>().join(", "))
+                format!(
+                    "; logit gaps where not: {}",
+                    case_gaps.iter().map(|g| format!("{g:.3}")).collect::<Vec<_>>().join(", ")
+                )
             }
         );
         lead_total += lead;

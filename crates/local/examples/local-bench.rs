@@ -20,7 +20,11 @@ fn main() {
     let t = Instant::now();
     // The same prompt runs again and again: reusing its stored beginning would time nothing.
     let options = h2htalk_local::Options { reuse_prefixes: false, ..Default::default() };
-    let model = LocalModel::open_with(spec, options).unwrap_or_else(|e| {
+    let spec: h2htalk_llm::ModelRef = spec.parse().unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(2)
+    });
+    let model = LocalModel::open_with(&spec, options).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         std::process::exit(1)
     });

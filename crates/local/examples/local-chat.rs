@@ -26,6 +26,10 @@ fn main() {
             }
         }
     }
+    let spec: h2htalk_llm::ModelRef = spec.parse().unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(2)
+    });
     let model = h2htalk_local::open(&spec).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         std::process::exit(1)
@@ -34,7 +38,12 @@ fn main() {
     match rt.block_on(model.chat(&ChatRequest { messages, settings })) {
         Ok(r) => {
             println!("{}", r.text);
-            eprintln!("[{} | {:?} prompt + {:?} answer tokens]", r.finish_reason.as_str(), r.input_tokens, r.output_tokens);
+            eprintln!(
+                "[{} | {:?} prompt + {:?} answer tokens]",
+                r.finish_reason.as_str(),
+                r.input_tokens,
+                r.output_tokens
+            );
         }
         Err(e) => {
             eprintln!("error: {e}");

@@ -14,8 +14,8 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use h2htalk_llm::{ChatMessage, ChatRequest, GenerationSettings};
-//! let model = h2htalk_local::open("local:gemma3-270m")?; // blocking: loads the weights
+//! use h2htalk_llm::{ChatMessage, ChatRequest, GenerationSettings, ModelRef};
+//! let model = h2htalk_local::open(&ModelRef::parse("local:gemma3-270m")?)?; // blocking: loads the weights
 //! let request = ChatRequest {
 //!     messages: vec![ChatMessage::new("user", "你好")],
 //!     settings: GenerationSettings { max_tokens: 64, ..Default::default() },
@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::UNIX_EPOCH;
 
-use h2htalk_llm::{BoxFuture, ChatError, ChatModel, ChatRequest, ChatResponse, FaultKind, ModelSpec};
+use h2htalk_llm::{BoxFuture, ChatError, ChatModel, ChatRequest, ChatResponse, FaultKind, ModelId, ModelRef};
 use sha2::{Digest, Sha256};
 
 use engine::Job;
@@ -105,21 +105,15 @@ pub fn default_model_path() -> PathBuf {
     models_dir().join(DEFAULT_MODEL).join(DEFAULT_MODEL_FILE)
 }
 
-/// Whether `spec` names a local model (`local:...`).
-pub fn is_local_spec(spec: &str) -> bool {
-    spec.starts_with("local:")
-}
-
-/// Opens a local model from its spec: `local:gemma3-270m` or `local:PATH.gguf`. Blocking: it reads
-/// the weights (about a second for the default); call it before entering async code or in
-/// `spawn_blocking`.
-pub fn open(spec: &str) -> Result<Arc<dyn ChatModel>, LocalError> {
-    Ok(Arc::new(LocalModel::open(spec)?))
+/// Opens a local model: `local:gemma3-270m` or `local:PATH.gguf`. Blocking: it reads the weights
+/// (about a second for the default); call it before entering async code or in `spawn_blocking`.
+pub fn open(model: &ModelRef) -> Result<Arc<dyn ChatModel>, LocalError> {
+    Ok(Arc::new(LocalModel::open(model)?))
 }
 
 /// A GGUF chat model served by one engine thread.
 pub struct LocalModel {
-    spec: ModelSpec,
+    spec: ModelId,
     path: PathBuf,
     architecture: String,
     prompter: Arc<engine::Prompter>,
@@ -131,16 +125,16 @@ pub struct LocalModel {
 
 impl LocalModel {
     /// See [`open`].
-    pub fn open(spec: &str) -> Result<LocalModel, LocalError> {
-        LocalModel::open_with(spec, Options::default())
+    pub fn open(model: &ModelRef) -> Result<LocalModel, LocalError> {
+        LocalModel::open_with(model, Options::default())
     }
 
     /// [`LocalModel::open`] with the engine's options given rather than read from the environment.
-    pub fn open_with(spec: &str, options: Options) -> Result<LocalModel, LocalError> {
-        let rest = spec.strip_prefix("local:").ok_or_else(|| LocalError::BadSpec { spec: spec.to_string() })?;
-        if rest.is_empty() {
-            return Err(LocalError::BadSpec { spec: spec.to_string() });
-        }
+    pub fn open_with(model: &ModelRef, options: Options) -> Result<LocalModel, LocalError> {
+        let ModelRef::Local(rest) = model else {
+            return Err(LocalError::BadSpec { spec: model.to_string() });
+        };
+        let rest = rest.as_str();
         if rest == DEFAULT_MODEL {
             let path = default_model_path();
             if !path.is_file() {
@@ -167,7 +161,7 @@ impl LocalModel {
         LocalModel::load(&path, &name, fingerprint, options)
     }
 
-    /// Loads `path` and starts its engine thread; `name` and `sha256` go into the [`ModelSpec`].
+    /// Loads `path` and starts its engine thread; `name` and `sha256` go into the [`ModelId`].
     pub fn load(path: &Path, name: &str, sha256: String, options: Options) -> Result<LocalModel, LocalError> {
         let mut engine = engine::Engine::load(path, options)?;
         let architecture = engine.architecture.clone();
@@ -188,7 +182,7 @@ impl LocalModel {
             .spawn(move || pool.install(|| engine.serve(rx)))
             .map_err(io)?;
         Ok(LocalModel {
-            spec: ModelSpec { provider: "local".into(), name: name.to_string(), endpoint: format!("sha256:{sha256}") },
+            spec: ModelId { provider: "local".into(), name: name.to_string(), endpoint: format!("sha256:{sha256}") },
             path: path.to_path_buf(),
             architecture,
             prompter,
@@ -236,7 +230,7 @@ impl LocalModel {
 }
 
 impl ChatModel for LocalModel {
-    fn spec(&self) -> ModelSpec {
+    fn id(&self) -> ModelId {
         self.spec.clone()
     }
 

@@ -54,8 +54,7 @@ fn ones(n: usize) -> QTensor {
 fn write_model(path: &std::path::Path, arch: &str, specials: &[&str]) {
     let mut tokens: Vec<String> = byte_chars().iter().map(|c| c.to_string()).collect();
     tokens.extend(specials.iter().map(|s| s.to_string()));
-    let types: Vec<Value> =
-        (0..tokens.len()).map(|i| Value::I32(if i < 256 { 1 } else { 3 })).collect();
+    let types: Vec<Value> = (0..tokens.len()).map(|i| Value::I32(if i < 256 { 1 } else { 3 })).collect();
     let vocab = tokens.len();
     let eos = (256 + specials.len() - 1) as u32;
     let md = |k: &str| format!("{arch}.{k}");
@@ -104,7 +103,8 @@ fn write_model(path: &std::path::Path, arch: &str, specials: &[&str]) {
 }
 
 fn answers(path: &std::path::Path, architecture: &str) {
-    let model = LocalModel::open(&format!("local:{}", path.display())).unwrap_or_else(|e| panic!("{e}"));
+    let model =
+        LocalModel::open(&h2htalk_llm::ModelRef::Local(path.display().to_string())).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(model.architecture(), architecture);
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let request = ChatRequest {

@@ -6,7 +6,7 @@ use std::io::Write;
 use h2htalk_local::{LocalError, LocalModel};
 
 fn open_err(spec: &str) -> LocalError {
-    match LocalModel::open(spec) {
+    match LocalModel::open(&spec.parse().unwrap()) {
         Ok(_) => panic!("{spec} opened"),
         Err(e) => e,
     }
@@ -49,10 +49,15 @@ fn truncated_gguf_file() {
 
 #[test]
 fn bad_specs() {
-    for spec in ["gemma3-270m", "openai:gpt-4o", "local:", ""] {
+    // Models that are not local are refused by the engine; names that are no model at all are
+    // refused when they are parsed.
+    for spec in ["gemma3-270m", "openai:gpt-4o"] {
         let err = open_err(spec);
         assert!(matches!(err, LocalError::BadSpec { .. }), "{spec}: {err:?}");
         assert!(err.to_string().contains("local:gemma3-270m"), "{err}");
+    }
+    for spec in ["local:", ""] {
+        assert!(spec.parse::<h2htalk_llm::ModelRef>().is_err(), "{spec}");
     }
 }
 

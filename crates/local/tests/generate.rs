@@ -13,7 +13,7 @@ fn model() -> Option<Arc<LocalModel>> {
     MODEL
         .get_or_init(|| {
             common::default_model()?;
-            Some(Arc::new(LocalModel::open("local:gemma3-270m").expect("open local:gemma3-270m")))
+            Some(Arc::new(LocalModel::open(&"local:gemma3-270m".parse().unwrap()).expect("open local:gemma3-270m")))
         })
         .clone()
 }
@@ -32,7 +32,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 #[test]
 fn spec_names_the_model_and_its_sha256() {
     let Some(model) = model() else { return };
-    let spec = model.spec();
+    let spec = model.id();
     assert_eq!(spec.provider, "local");
     assert_eq!(spec.name, "gemma3-270m");
     assert_eq!(spec.endpoint, format!("sha256:{}", h2htalk_local::DEFAULT_MODEL_SHA256));
@@ -54,7 +54,10 @@ fn greedy_answers_are_deterministic_in_chinese_and_english() {
         let req = request(&[("user", prompt)], 0.0, 24, 0);
         let a = block_on(model.chat(&req)).unwrap();
         let b = block_on(model.chat(&req)).unwrap();
-        eprintln!("{prompt} -> {:?} ({:?}, {:?} + {:?} tokens)", a.text, a.finish_reason, a.input_tokens, a.output_tokens);
+        eprintln!(
+            "{prompt} -> {:?} ({:?}, {:?} + {:?} tokens)",
+            a.text, a.finish_reason, a.input_tokens, a.output_tokens
+        );
         assert_eq!(a, b, "temperature 0 must give the same answer twice");
         assert!(!a.text.trim().is_empty(), "empty answer to {prompt}");
         assert!(matches!(a.finish_reason, FinishReason::Stop | FinishReason::Length));
@@ -174,7 +177,9 @@ fn concurrent_requests_are_batched_and_answer_as_alone() {
         let mut handles = Vec::new();
         for (prompt, max_tokens) in cases.clone() {
             let model = Arc::clone(&model);
-            handles.push(tokio::spawn(async move { model.chat(&request(&[("user", &prompt)], 0.0, max_tokens, 0)).await }));
+            handles.push(tokio::spawn(
+                async move { model.chat(&request(&[("user", &prompt)], 0.0, max_tokens, 0)).await },
+            ));
         }
         let mut out = Vec::new();
         for h in handles {
@@ -183,10 +188,7 @@ fn concurrent_requests_are_batched_and_answer_as_alone() {
         out
     });
     let batched = model.stats();
-    assert!(
-        batched.peak_batch > 1,
-        "{n} concurrent requests were never decoded together: {batched:?}"
-    );
+    assert!(batched.peak_batch > 1, "{n} concurrent requests were never decoded together: {batched:?}");
     assert!(batched.peak_batch <= model.batch(), "{batched:?}");
     // Other tests of this binary share the model, so at least these were taken up.
     assert!(batched.requests - before.requests >= n as u64, "{before:?} -> {batched:?}");
@@ -203,14 +205,19 @@ fn concurrent_requests_are_batched_and_answer_as_alone() {
 fn shared_prompt_beginnings_are_reused_and_answer_as_run_in_full() {
     let Some(model) = model() else { return };
     let reference = LocalModel::open_with(
-        "local:gemma3-270m",
+        &"local:gemma3-270m".parse().unwrap(),
         h2htalk_local::Options { batch: 1, reuse_prefixes: false },
     )
     .expect("open local:gemma3-270m");
     let system = "You are Lin, a warm and steady companion. You listen first, name the feeling you hear, \
                   and encourage the user's own friendships and plans rather than depending on you. "
         .repeat(4);
-    let questions = ["I failed my driving test today.", "我明天要面试，好紧张。", "I failed my driving test today.", "Any idea for the weekend?"];
+    let questions = [
+        "I failed my driving test today.",
+        "我明天要面试，好紧张。",
+        "I failed my driving test today.",
+        "Any idea for the weekend?",
+    ];
     let ask = |m: Arc<LocalModel>, q: &str| {
         let req = request(&[("system", &system), ("user", q)], 0.0, 8, 0);
         async move { m.chat(&req).await.unwrap() }
@@ -233,9 +240,17 @@ fn shared_prompt_beginnings_are_reused_and_answer_as_run_in_full() {
         assert_eq!(together[i], full, "{q}: run together with shared beginnings, the answer differs");
         assert_eq!(one_by_one[i], full, "{q}: run after others with the same beginning, the answer differs");
     }
-    let prompt_len = model.prompter().prompt_ids(&[ChatMessage::new("system", &system), ChatMessage::new("user", questions[0])]).unwrap().len() as u64;
+    let prompt_len = model
+        .prompter()
+        .prompt_ids(&[ChatMessage::new("system", &system), ChatMessage::new("user", questions[0])])
+        .unwrap()
+        .len() as u64;
     let reused = after.reused_tokens - before.reused_tokens;
     // One by one, every request after the first starts at least at the end of the system prompt.
-    assert!(reused >= 4 * (prompt_len - 20), "{reused} tokens reused of {} prompt tokens: {before:?} -> {after:?}", after.prompt_tokens - before.prompt_tokens);
+    assert!(
+        reused >= 4 * (prompt_len - 20),
+        "{reused} tokens reused of {} prompt tokens: {before:?} -> {after:?}",
+        after.prompt_tokens - before.prompt_tokens
+    );
     assert_eq!(reference.stats().reused_tokens, 0, "reuse is off on the reference engine");
 }

@@ -39,14 +39,14 @@ fn greedy_answers_equal_the_recorded_ones() {
     if common::default_model().is_none() {
         return;
     }
-    let model = LocalModel::open("local:gemma3-270m").expect("open local:gemma3-270m");
+    let model = LocalModel::open(&"local:gemma3-270m".parse().unwrap()).expect("open local:gemma3-270m");
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let mut answers = Vec::new();
     for messages in prompts() {
-        let request =
-            ChatRequest { messages, settings: GenerationSettings { max_tokens: 48, ..Default::default() } };
+        let request = ChatRequest { messages, settings: GenerationSettings { max_tokens: 48, ..Default::default() } };
         let a = rt.block_on(model.chat(&request)).unwrap();
-        answers.push(json!({"text": a.text, "output_tokens": a.output_tokens, "finish_reason": a.finish_reason.as_str()}));
+        answers
+            .push(json!({"text": a.text, "output_tokens": a.output_tokens, "finish_reason": a.finish_reason.as_str()}));
     }
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/gemma3_greedy.json");
     if std::env::var("H2HTALK_WRITE_GOLDEN").as_deref() == Ok("1") {

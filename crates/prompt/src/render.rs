@@ -26,7 +26,7 @@ impl Prompts {
     /// inherited suite when the suite has none, see `suite.json`), and checks that every sub-task
     /// has a template in every language.
     pub fn load(suite_dir: &Path) -> Result<Prompts, PromptError> {
-        let templates = h2htalk_data::suite::part_dir(suite_dir, "templates")?;
+        let templates = h2htalk_data::suite::part_dir(suite_dir, h2htalk_data::suite::Part::Templates)?;
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_trim_blocks(true);
@@ -40,8 +40,7 @@ impl Prompts {
                 if path.extension().is_none_or(|e| e != "j2") {
                     continue;
                 }
-                let source =
-                    h2htalk_data::input::read_text(&path)?;
+                let source = h2htalk_data::input::read_text(&path)?;
                 let name = format!("{}/{}", lang.code(), path.file_name().unwrap().to_string_lossy());
                 sources.insert(name, source);
             }
@@ -61,12 +60,12 @@ impl Prompts {
             hasher.update(format!("{name}\n{}\n{source}\n", source.len()));
         }
         for (name, source) in sources {
-            env.add_template_owned(name.clone(), source).map_err(|e| PromptError::Template {
-                path: templates.join(&name),
-                message: format!("{e:#}"),
-            })?;
+            env.add_template_owned(name.clone(), source)
+                .map_err(|e| PromptError::Template { path: templates.join(&name), message: format!("{e:#}") })?;
         }
-        let sap = Sap::load(&h2htalk_data::suite::part_dir(suite_dir, "sap")?.join("principles.json"))?;
+        let sap = Sap::load(
+            &h2htalk_data::suite::part_dir(suite_dir, h2htalk_data::suite::Part::Sap)?.join("principles.json"),
+        )?;
         Ok(Prompts { env, template_hash: format!("sha256:{:x}", hasher.finalize()), sap })
     }
 

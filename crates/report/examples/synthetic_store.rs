@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 
 use h2htalk_data::{Suite, load_suite};
-use h2htalk_llm::{FaultKind, FinishReason, GenerationSettings, ModelSpec};
+use h2htalk_llm::{FaultKind, FinishReason, GenerationSettings, ModelId};
 use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, lexical_signature, score_pair};
 use h2htalk_prompt::{Prompts, SapMode};
 use h2htalk_store::{
@@ -111,8 +111,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             templates_hash: prompts.template_hash().to_string(),
             judge_texts_hash: None,
             sap: SapRef { mode: sap, version: prompts.sap().version.clone(), hash: prompts.sap().hash() },
-            model: ModelRequest { spec: format!("synthetic:{name}"), config: None, base_url: None, api_key_env: None },
-            model_id: ModelSpec { provider: "synthetic".into(), name, endpoint: format!("synthetic://seed/{seed}") },
+            model: ModelRequest {
+                spec: h2htalk_llm::ModelRef::Named(format!("synthetic:{name}")),
+                config: None,
+                base_url: None,
+                api_key_env: None,
+            },
+            model_id: ModelId { provider: "synthetic".into(), name, endpoint: format!("synthetic://seed/{seed}") },
             model_config: Some(json!({"synthetic": true, "skill": skill})),
             settings: GenerationSettings::default(),
             prices: Some(Prices::default()),
@@ -232,7 +237,7 @@ fn add_assessments(
     r: usize,
     rng: &mut fastrand::Rng,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    use h2htalk_store::{JudgeOutcome, JudgeScore, SafetyVerdict, SessionKind, Simulation, SimulationOutcome, Verdict};
+    use h2htalk_store::{JudgeOutcome, JudgeScore, SafetyVerdict, SessionKind, SimulationOutcome, Verdict};
     h2htalk_judge::check_run(store, id, suite)?;
     let judge = "synthetic:judge";
     let settings = json!({"synthetic": true});
@@ -268,13 +273,13 @@ fn add_assessments(
                 lang: item.lang,
                 risk,
                 verdict,
-                rules: json!([]),
+                rules: vec![],
                 judgment: None,
                 reason: Some("synthetic".into()),
             });
             continue;
         }
-        let family = h2htalk_judge::judge::family_of(&item.task).ok_or("a sub-task has a family")?;
+        let family = h2htalk_data::Family::of_group(&item.task).ok_or("a sub-task has a family")?;
         let criteria = texts.lang(item.lang).criteria(family);
         let draw = rng.f64();
         let mut row = JudgeScore {
@@ -329,13 +334,13 @@ fn add_assessments(
         // The validity check of the first judge on every third sub-task item: the reference scores
         // about 7.5, a degraded copy less by an amount that depends on the degradation (a
         // persona break is the hardest to see), so shares differ between lines.
-        use h2htalk_judge::validity::Degradation;
+        use h2htalk_store::Degradation;
         use h2htalk_store::{ValidityOutcome, ValidityRow};
         let mut rows = Vec::new();
         for rec in records.iter().filter(|r| r.item.task != "sap_safety").step_by(3) {
             let item = &rec.item;
-            let family = h2htalk_judge::judge::family_of(&item.task).ok_or("a sub-task has a family")?;
-            for d in Degradation::ALL.into_iter().filter(|d| d.applies_to(family)) {
+            let family = h2htalk_data::Family::of_group(&item.task).ok_or("a sub-task has a family")?;
+            for d in Degradation::ALL.iter().copied().filter(|d| d.applies_to(family)) {
                 let drop = match d {
                     Degradation::OtherReference => 3.0,
                     Degradation::Truncation => 2.0,
@@ -356,7 +361,7 @@ fn add_assessments(
                 };
                 rows.push(ValidityRow {
                     scenario_id: item.scenario_id.clone(),
-                    degradation: d.as_str().into(),
+                    degradation: d,
                     task: item.task.clone(),
                     family,
                     lang: item.lang,
@@ -374,54 +379,48 @@ fn add_assessments(
     if r < 4 {
         for idx in 0..4 {
             let mut state = 2 + rng.u8(0..2);
-            let mut sessions = Vec::new();
-            let mut states = Vec::new();
-            for s in 1..=3 {
-                let turns: Vec<serde_json::Value> = (0..3)
+            let mut sessions: Vec<Vec<u8>> = Vec::new();
+            for _ in 1..=3 {
+                let turns: Vec<u8> = (0..3)
                     .map(|_| {
                         if rng.f64() < skill {
                             state = (state + 1).min(5);
                         } else if rng.f64() < 0.3 {
                             state = state.saturating_sub(1).max(1);
                         }
-                        states.push(state);
-                        json!({"user": "…", "state": state, "companion": "…"})
+                        state
                     })
                     .collect();
-                sessions.push(json!({"session": s, "turns": turns, "memories_shown": []}));
+                sessions.push(turns);
             }
             let judged = idx != 3;
-            let facts: Vec<serde_json::Value> = ["same_session", "next_session", "three_sessions"]
-                .iter()
-                .map(|d| json!({"id": d, "distance": d, "asked": true, "recalled": rng.f64() < skill, "in_memory": null}))
-                .collect();
-            let result = json!({
-                "states": states,
-                "state_change": i32::from(*states.last().unwrap()) - i32::from(states[0]),
-                "facts": facts,
-                "memory_format_failures": 0,
-                "needs_outcome": if judged { "judged" } else { "judge_parse_failed" },
-                "hidden_need_met": judged.then(|| rng.f64() < skill),
-                "changed_need_met": judged.then(|| rng.f64() < skill * 0.8),
-            });
-            store.put_simulation(
-                id,
-                &Simulation {
-                    idx,
-                    // Real profiles (simulator/<id>.json of the suite): the report groups the
-                    // conversations by their attachment style and language.
-                    profile: ["en-shen-yan-anxious-01", "zh-shen-yan-secure-02", "en-xia-xiaoman-avoidant-03", "zh-xia-xiaoman-fearful-04"][idx].into(),
-                    seed: idx as u64,
-                    companion: id.to_string(),
-                    simulator: "synthetic:simulator".into(),
-                    judge: Some(judge.into()),
-                    outcome: SimulationOutcome::Completed,
-                    result,
-                    transcript: json!(sessions),
-                    error: None,
-                    created_at: h2htalk_store::now_utc(),
-                },
-            )?;
+            let recalled: Vec<bool> = (0..3).map(|_| rng.f64() < skill).collect();
+            let facts: Vec<(&str, Option<&str>, bool, Option<bool>)> =
+                ["same_session", "next_session", "three_sessions"]
+                    .iter()
+                    .zip(&recalled)
+                    .map(|(d, r)| (*d, Some(*d), true, Some(*r)))
+                    .collect();
+            let needs = judged.then(|| (rng.f64() < skill, rng.f64() < skill * 0.8));
+            let states: Vec<&[u8]> = sessions.iter().map(Vec::as_slice).collect();
+            // Real profiles (simulator/<id>.json of the suite): the report groups the
+            // conversations by their attachment style and language.
+            let profile = [
+                "en-shen-yan-anxious-01",
+                "zh-shen-yan-secure-02",
+                "en-xia-xiaoman-avoidant-03",
+                "zh-xia-xiaoman-fearful-04",
+            ][idx];
+            let mut sim =
+                h2htalk_testkit::simulation(idx, profile, SimulationOutcome::Completed, &states, &facts, needs);
+            if !judged {
+                sim.needs = h2htalk_store::NeedsOutcome::JudgeParseFailed;
+            }
+            sim.companion = id.to_string();
+            sim.simulator = "synthetic:simulator".into();
+            sim.judge = Some(judge.into());
+            sim.created_at = h2htalk_store::now_utc();
+            store.put_simulation(id, &sim)?;
         }
     }
     Ok(())

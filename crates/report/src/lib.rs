@@ -1,54 +1,37 @@
 //! H2HTalk reports: statistics of stored runs and the files people read.
 //!
+//! A report is made in three steps, one module each, and reads the store only:
+//!
 //! - [`load`]: runs read from the store ([`h2htalk_store::Store`]), every item with its
 //!   generation and scores, validated (a malformed score is an error naming the run, the scenario
-//!   and the field, never a silent 0).
-//! - [`stats`]: seeded percentile bootstrap intervals (scenarios resampled within each sub-task),
-//!   paired bootstrap tests, rank intervals.
-//! - [`leaderboard`]: per sub-task, per family and overall means of every metric (the composite
-//!   included) with intervals and coverage; a ranking; paired comparisons; SAP on/off pairs.
-//! - [`assessments`]: per run, format checks, judge rubric scores (per judge), the SAP safety score
-//!   (and SAP on − off per model), the user simulator, tokens and cost, with intervals.
+//!   and the field, never a silent 0); the stored rows of every assessment; the scenarios' tags.
+//! - [`compute`]: per sub-task, per family and overall means of every metric (the composite
+//!   included) with intervals and coverage, a ranking, paired comparisons, SAP on/off pairs
+//!   ([`leaderboard`]); per run, format checks, rubric judges and their panel, the judge validity
+//!   check, the SAP safety score, the user simulator, tokens and cost ([`assessments`]); every
+//!   measure by scenario tag ([`tags`]).
 //! - [`render`]: `leaderboard.json`, `leaderboard.md`, `leaderboard.csv` and one self-contained
 //!   `report.html` (inline SVG charts, inline script and style, the data embedded as JSON, no
 //!   network), all written from the same [`Leaderboard`] value.
-//! - [`tags`]: every metric and assessment by scenario tag, and the implicit − explicit, changing −
-//!   stable and multi-session − single differences per run.
 
-pub mod assessments;
-pub mod charts;
-pub mod leaderboard;
+pub mod compute;
+pub mod error;
+pub mod format;
 pub mod load;
 pub mod render;
-pub mod stats;
-pub mod summary;
-pub mod tags;
 
 use std::path::{Path, PathBuf};
 
-use h2htalk_store::{Store, StoreError};
+use h2htalk_store::Store;
 
-pub use assessments::{Assessments, RunAssessment};
-pub use leaderboard::{Leaderboard, build};
+pub use compute::assessments::{self, Assessments, RunAssessment};
+pub use compute::leaderboard::{self, Leaderboard, build};
+pub use compute::summary::{self, GroupSummary, RunSummary, summarize};
+pub use compute::tags;
+pub use error::ReportError;
+pub use format::pct;
+pub use h2htalk_stats::{Bootstrap, bootstrap};
 pub use load::{RunRecord, load_runs};
-pub use stats::Bootstrap;
-pub use summary::{GroupSummary, RunSummary, summarize};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("{db}: no runs in this store; `h2htalk run` makes one")]
-    NoRuns { db: String },
-    #[error("{db}: no run `{id}`; `h2htalk runs list` shows the runs")]
-    NoRun { db: String, id: String },
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{0}")]
-    Usage(String),
-    #[error("cannot render the report: {0}")]
-    Render(String),
-}
 
 /// How a report is computed.
 #[derive(Clone, Debug, Default)]
@@ -103,7 +86,7 @@ pub fn write_report_with(
     }
     let mut lb = build(&runs, &options.bootstrap, options.rank_metric.as_deref())?;
     lb.assessments = assessments::assess(store, &runs, &options.bootstrap)?;
-    let tag_data = tags::load(store, &runs)?;
+    let tag_data = load::tags::load(store, &runs)?;
     lb.tags = Some(tags::build(&lb, &runs, &tag_data, &options.bootstrap));
     let html = render::to_html(&lb, &runs)?;
     let csv = render::to_csv(&lb)?;
@@ -182,11 +165,11 @@ pub fn run_details(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result
     let protocol = spec.protocol();
     let mut lb = build(&runs, bootstrap, None)?;
     lb.assessments = assessments::assess(store, &runs, bootstrap)?;
-    let tag_data = tags::load(store, &runs)?;
+    let tag_data = load::tags::load(store, &runs)?;
     lb.tags = Some(tags::build(&lb, &runs, &tag_data, bootstrap));
     let mut md = String::new();
     let _ = writeln!(md, "protocol: {}\n", protocol.fingerprint());
-    md.push_str(&tags::to_markdown(&lb));
+    md.push_str(&render::tags::to_markdown(&lb));
     // The counterpart: same model, other SAP mode, same protocol, complete; the latest.
     let other = match spec.sap.mode.as_str() {
         "on" => "off",
@@ -199,7 +182,10 @@ pub fn run_details(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result
             r.id != run_id
                 && r.spec.model_id == spec.model_id
                 && r.spec.sap.mode.as_str() == other
-                && matches!(r.status, h2htalk_store::RunStatus::Complete | h2htalk_store::RunStatus::CompleteWithFailures)
+                && matches!(
+                    r.status,
+                    h2htalk_store::RunStatus::Complete | h2htalk_store::RunStatus::CompleteWithFailures
+                )
                 && r.spec.protocol() == protocol
         })
         .max_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
@@ -217,8 +203,8 @@ pub fn run_details(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result
         Some(c) => {
             let pair = load_runs(store, &db, &[run_id.to_string(), c.id.clone()])?;
             let a = assessments::assess(store, &pair, bootstrap)?;
-            match assessments::sap_safety_table(&a, &pct) {
-                Some(t) => md.push_str(&assessments::table_markdown(&t)),
+            match render::tables::sap_safety_table(&a, &pct) {
+                Some(t) => md.push_str(&render::tables::table_markdown(&t)),
                 None => {
                     let _ = writeln!(md, "counterpart {}: the safety score was not run on both runs\n", c.id);
                 }
@@ -233,9 +219,4 @@ pub fn run_details(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result
         sap_safety,
         markdown: md,
     })
-}
-
-/// `pct` of a confidence level as reports print it (`95`).
-pub fn pct(confidence: f64) -> String {
-    format!("{}", (confidence * 1000.0).round() / 10.0)
 }

@@ -9,7 +9,7 @@ use h2htalk_data::{ChatMessage, Family, SapMode};
 use h2htalk_report::write_report;
 use h2htalk_store::{
     FormatCheck, Generation as GenerationRow, GenerationStatus, Item, JudgeOutcome, JudgeScore, Prices, SafetyVerdict,
-    SessionKind, Simulation, SimulationOutcome, Store, ValidityOutcome, ValidityRow, Verdict,
+    SessionKind, SimulationOutcome, Store, ValidityOutcome, ValidityRow, Verdict,
 };
 use h2htalk_testkit::figures::{find, html_figures, json_figure};
 use serde_json::{Value, json};
@@ -65,7 +65,7 @@ fn assess(store: &mut Store, id: &str, shift: u8) {
     let check = |sid: &str, task: &str, name: &str, passed: bool| FormatCheck {
         scenario_id: sid.into(),
         task: task.into(),
-        name: name.into(),
+        name: h2htalk_data::suite::FormatCheckName::parse(name).unwrap(),
         passed,
         message: None,
     };
@@ -115,7 +115,7 @@ fn assess(store: &mut Store, id: &str, shift: u8) {
         lang,
         risk,
         verdict,
-        rules: json!([]),
+        rules: vec![],
         judgment: None,
         reason: None,
     };
@@ -132,39 +132,30 @@ fn assess(store: &mut Store, id: &str, shift: u8) {
         )
         .unwrap();
     // Real profiles (anxious en, anxious zh, secure en); the SAP-off run's third names none.
-    let profiles = ["en-shen-yan-anxious-01", "zh-shen-yan-anxious-01", if shift == 0 { "no-such-profile" } else { "en-xia-xiaoman-secure-01" }];
+    let profiles = [
+        "en-shen-yan-anxious-01",
+        "zh-shen-yan-anxious-01",
+        if shift == 0 { "no-such-profile" } else { "en-xia-xiaoman-secure-01" },
+    ];
     for idx in 0..3usize {
         let states = [2 + (idx % 2) as u8, 3, 3 + shift.min(1)];
         store
-            .put_simulation(
-                id,
-                &Simulation {
+            .put_simulation(id, &{
+                let failed = idx == 2;
+                let mut sim = h2htalk_testkit::simulation(
                     idx,
-                    profile: profiles[idx].into(),
-                    seed: idx as u64,
-                    companion: "openai:m".into(),
-                    simulator: "openai:sim".into(),
-                    judge: Some("openai:judge-a".into()),
-                    outcome: if idx == 2 { SimulationOutcome::SimulatorParseFailed } else { SimulationOutcome::Completed },
-                    result: json!({
-                        "states": states,
-                        "state_change": i32::from(states[2]) - i32::from(states[0]),
-                        "facts": [
-                            {"id": "f", "distance": "next_session", "asked": idx != 2, "recalled": idx == 0, "in_memory": true},
-                            {"id": "g", "distance": "same_session", "asked": true, "recalled": true, "in_memory": true},
-                        ],
-                        "needs_outcome": if idx == 2 { "not_reached" } else { "judged" },
-                        "hidden_need_met": (idx != 2).then_some(idx == 0),
-                        "changed_need_met": (idx != 2).then_some(true),
-                    }),
-                    transcript: json!([
-                        {"session": 1, "turns": [{"user": "u", "state": states[0]}, {"user": "u", "state": states[1]}]},
-                        {"session": 2, "turns": [{"user": "u", "state": states[2]}]},
-                    ]),
-                    error: None,
-                    created_at: "2026-01-01T00:00:00Z".into(),
-                },
-            )
+                    profiles[idx],
+                    if failed { SimulationOutcome::SimulatorParseFailed } else { SimulationOutcome::Completed },
+                    &[&states[..2], &states[2..]],
+                    &[
+                        ("f", Some("next_session"), !failed, Some(idx == 0)),
+                        ("g", Some("same_session"), true, Some(true)),
+                    ],
+                    (!failed).then_some((idx == 0, true)),
+                );
+                sim.judge = Some("openai:judge-a".into());
+                sim
+            })
             .unwrap();
     }
 }
@@ -183,7 +174,7 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     let usage = h2htalk_store::UsageRow {
         role: h2htalk_store::UsageRole::Judge,
         model: "openai:judge-a".into(),
-        purpose: "rubric".into(),
+        purpose: h2htalk_store::Purpose::Rubric,
         usage: h2htalk_store::CallUsage { calls: 2, input_tokens: 3000, output_tokens: 400, unknown_usage: 0 },
         prices: None,
     };
@@ -192,7 +183,7 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     // persona break correctly; judge-b fails one comparison.
     let vrow = |sid: &str, d: &str, outcome: ValidityOutcome, means: Option<(f64, f64)>| ValidityRow {
         scenario_id: sid.into(),
-        degradation: d.into(),
+        degradation: h2htalk_store::Degradation::parse(d).unwrap(),
         task: "dialogue_base".into(),
         family: Family::Dialogue,
         lang: Lang::Zh,
@@ -383,7 +374,7 @@ fn every_section_has_the_same_figures_in_json_and_html() {
                     )),
                     "{line}"
                 );
-                assert!(line.contains(&h2htalk_report::charts::exact(x)), "{line}");
+                assert!(line.contains(&h2htalk_report::format::exact(x)), "{line}");
             }
             None => assert_eq!(text, "n/a", "{id}"),
         }
@@ -395,7 +386,10 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     let sim = &find(&lb["tags"]["runs"], "run", "on")["simulator"];
     assert_eq!(sim["status"], "run");
     let recall = find(&sim["differences"], "group", "multi_session-single_session");
-    assert_eq!((recall["n"].as_u64(), recall["mean_a"].as_f64(), recall["mean_b"].as_f64()), (Some(2), Some(0.5), Some(1.0)));
+    assert_eq!(
+        (recall["n"].as_u64(), recall["mean_a"].as_f64(), recall["mean_b"].as_f64()),
+        (Some(2), Some(0.5), Some(1.0))
+    );
     assert_eq!(recall["diff"], -0.5);
     assert!(recall["lo"].as_f64().unwrap() <= -0.5 && recall["hi"].as_f64().unwrap() >= -0.5, "{recall}");
     let needs = find(&sim["differences"], "group", "changing_need-stable_need");
@@ -404,23 +398,43 @@ fn every_section_has_the_same_figures_in_json_and_html() {
     // Per attachment style and language: anxious (en and zh) recalled 3 of 4 facts; the one secure
     // simulation (not judged) has a recall without interval and no needs figure.
     let anxious = find(&sim["groups"], "group", "attachment:anxious");
-    assert_eq!((anxious["simulations"].as_u64(), anxious["measures"]["recall"]["mean"].as_f64()), (Some(2), Some(0.75)));
+    assert_eq!(
+        (anxious["simulations"].as_u64(), anxious["measures"]["recall"]["mean"].as_f64()),
+        (Some(2), Some(0.75))
+    );
     let secure = find(&sim["groups"], "group", "attachment:secure");
-    assert!(secure["measures"]["recall"]["lo"].is_null() && secure["measures"].get("hidden_need_met").is_none(), "{secure}");
+    assert!(
+        secure["measures"]["recall"]["lo"].is_null() && secure["measures"].get("hidden_need_met").is_none(),
+        "{secure}"
+    );
     let groups: Vec<&str> = sim["groups"].as_array().unwrap().iter().map(|g| g["group"].as_str().unwrap()).collect();
     assert_eq!(groups, ["attachment:anxious", "attachment:secure", "lang:en", "lang:zh"]);
-    assert!(figs.keys().filter(|k| k.starts_with("on|tag_simulator|")).count() >= 20, "the simulator findings in the HTML");
+    assert!(
+        figs.keys().filter(|k| k.starts_with("on|tag_simulator|")).count() >= 20,
+        "the simulator findings in the HTML"
+    );
     assert_eq!(figs["on|tag_simulator|changing_need-stable_need|difference"].1.split(' ').next(), Some("0.5000"));
     assert_eq!(figs["on|tag_simulator|attachment:secure|hidden_need_met"], (String::new(), "n/a".to_string()));
-    assert!(csv.lines().any(|l| l.starts_with("on,") && l.contains(",multi_session-single_session,tag_simulator,difference,2,-0.5,")), "{csv}");
-    assert!(md.contains("#### User simulator: the paper's contrasts") && md.contains("| attachment:anxious | 2 | 0.7500 ["), "{md}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("on,")
+                && l.contains(",multi_session-single_session,tag_simulator,difference,2,-0.5,")),
+        "{csv}"
+    );
+    assert!(
+        md.contains("#### User simulator: the paper's contrasts") && md.contains("| attachment:anxious | 2 | 0.7500 ["),
+        "{md}"
+    );
     // The SAP-off run names a profile the suite does not have: its groups are unavailable, saying
     // why, and its contrasts (which need no profile) are still there.
     let off_sim = &find(&lb["tags"]["runs"], "run", "off")["simulator"];
     assert!(off_sim["groups_unavailable"].as_str().unwrap().contains("`no-such-profile`"), "{off_sim}");
     assert_eq!(off_sim["groups"], json!([]));
     assert_eq!(find(&off_sim["differences"], "group", "changing_need-stable_need")["n"], 2);
-    assert!(md.contains("| unavailable: the simulator profile of 1 profile id(s) cannot be read: `no-such-profile`"), "{md}");
+    assert!(
+        md.contains("| unavailable: the simulator profile of 1 profile id(s) cannot be read: `no-such-profile`"),
+        "{md}"
+    );
     // The run without simulations: not run, never 0.
     assert_eq!(find(&lb["tags"]["runs"], "run", "bare")["simulator"], json!({"status": "not run"}));
     // The other run's judge ran but recorded nothing: not recorded, never 0 tokens.

@@ -1,10 +1,10 @@
 //! The leaderboard of hand-made runs: known means, coverage, families, the composite, errors.
 
-use h2htalk_report::leaderboard::GroupKind;
-use h2htalk_report::{Bootstrap, ReportError, build, load_runs, render};
 use h2htalk_data::ChatMessage;
 use h2htalk_data::suite::Lang;
 use h2htalk_llm::{FaultKind, FinishReason};
+use h2htalk_report::leaderboard::GroupKind;
+use h2htalk_report::{Bootstrap, ReportError, build, load_runs, render};
 use h2htalk_store::{
     Generation as GenerationRow, GenerationStatus, Item as ItemRow, Score as ScoreRow, ScoreOutcome, Store,
 };
@@ -148,7 +148,9 @@ fn means_coverage_families_and_the_composite() {
     assert_eq!(lb.sap.len(), 1);
     assert_eq!((lb.sap[0].on.as_str(), lb.sap[0].off.as_str()), ("on", "off"));
     let overall = lb.sap[0].comparisons.iter().find(|c| c.group == "overall").unwrap();
-    assert!((overall.paired.diff.lo.unwrap() - 0.1).abs() < 1e-9 && (overall.paired.diff.hi.unwrap() - 0.1).abs() < 1e-9);
+    assert!(
+        (overall.paired.diff.lo.unwrap() - 0.1).abs() < 1e-9 && (overall.paired.diff.hi.unwrap() - 0.1).abs() < 1e-9
+    );
 
     // Every output is written from this value: CSV rows carry the same numbers.
     let csv = render::to_csv(&lb).unwrap();
@@ -198,7 +200,7 @@ fn bad_scores_and_unknown_runs_are_errors_naming_what_is_wrong() {
 #[test]
 fn script_json_cannot_close_the_script_element() {
     let json = serde_json::to_string(&json!({"t": "</script><!-- & \u{2028}"})).unwrap();
-    let safe = render::escape_script_json(&json);
+    let safe = h2htalk_report::format::escape_script_json(&json);
     assert!(!safe.contains("</") && !safe.contains("<!--") && !safe.contains('&') && !safe.contains('\u{2028}'));
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&safe).unwrap(),

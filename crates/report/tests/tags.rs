@@ -94,7 +94,7 @@ fn make_run(store: &mut Store, suite: &Suite, id: &str, fingerprint: &str, asses
             ["length", "action"].map(|name| FormatCheck {
                 scenario_id: s.id.clone(),
                 task: s.task.stem().into(),
-                name: name.into(),
+                name: h2htalk_data::suite::FormatCheckName::parse(name).unwrap(),
                 passed: !(name == "action" && i % 3 == 0),
                 message: None,
             })
@@ -134,7 +134,7 @@ fn make_run(store: &mut Store, suite: &Suite, id: &str, fingerprint: &str, asses
                 lang: safety.lang,
                 risk: safety.tags.risk.unwrap(),
                 verdict: Verdict::Pass,
-                rules: json!([]),
+                rules: vec![],
                 judgment: None,
                 reason: None,
             }],

@@ -5,36 +5,24 @@
 
 use h2htalk_data::Suite;
 use h2htalk_judge::{
-    CheckReport, JudgeHandle, JudgeReport, JudgeSettings, JudgeTexts, PanelReport, SafetyReport, SimulationReport,
-    SimulationSetup, ValidityReport, check_run, judge_run, load_profiles, safety_run, simulate, validity_run,
+    JudgeHandle, JudgeSettings, JudgeTexts, SimulationSetup, check_run, judge_run, safety_run, simulate, validity_run,
 };
-use h2htalk_llm::{GenerationSettings, RateLimits, RetryPolicy, Scheduler};
+use h2htalk_llm::{GenerationSettings, ModelRef, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_prompt::Prompts;
+use h2htalk_report::compute::validity::ValidityReport;
+use h2htalk_report::{Bootstrap, RunAssessment};
 use h2htalk_store::{JudgeSpec, ModelRequest, Prices, RunSpec, SAFETY_GROUP, SimulationSpec, Store};
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::models::{Resolved, resolve};
 use crate::progress::{Lane, Phase};
 use crate::{Result, RunError};
 
-/// Everything the assessment found; each part absent when it did not run.
-#[derive(Serialize)]
+/// Everything the assessment found, read back from the store with the report's own computation
+/// (what `runs show` and the report print, so that the figures cannot differ).
+#[derive(serde::Serialize)]
 pub struct Assessment {
-    pub checks: CheckReport,
-    pub safety: Option<SafetyReport>,
-    /// The first judge's scores.
-    pub judge: Option<JudgeReport>,
-    /// The other judges' scores (a panel), in the order given.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub panel_judges: Vec<JudgeReport>,
-    /// Every judge's scores, their mean and their agreement: only with two or more judges.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub panel: Option<PanelReport>,
-    /// The judge validity check, one per judge (empty when not asked for).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub validity: Vec<ValidityReport>,
-    pub simulation: Option<SimulationReport>,
+    #[serde(flatten)]
+    pub summary: RunAssessment,
 }
 
 struct Opened {
@@ -46,9 +34,9 @@ struct Opened {
 }
 
 /// A judge or simulator model: its own base URL and key, else those of the model under test.
-fn open(spec: &str, base_url: Option<&str>, api_key_env: Option<&str>, run: &ModelRequest) -> Result<Opened> {
+fn open(spec: &ModelRef, base_url: Option<&str>, api_key_env: Option<&str>, run: &ModelRequest) -> Result<Opened> {
     let request = ModelRequest {
-        spec: spec.to_string(),
+        spec: spec.clone(),
         config: run.config.clone(),
         base_url: base_url.map(str::to_string).or_else(|| run.base_url.clone()),
         api_key_env: api_key_env.map(str::to_string).or_else(|| run.api_key_env.clone()),
@@ -62,8 +50,8 @@ fn open(spec: &str, base_url: Option<&str>, api_key_env: Option<&str>, run: &Mod
 /// The prices of a helper model (a judge, the simulated user) as configured: a `[[model]]`
 /// entry's (`None` when it sets none), 0 for a local model, `None` (not set) for `openai:NAME` given
 /// on the command line.
-pub fn helper_prices(spec: &str, resolved: &Resolved) -> Option<Prices> {
-    if spec.starts_with("openai:") { None } else { resolved.prices() }
+pub fn helper_prices(spec: &ModelRef, resolved: &Resolved) -> Option<Prices> {
+    if matches!(spec, ModelRef::OpenAi(_)) { None } else { resolved.prices() }
 }
 
 /// Refuses combinations that cannot work, before anything is generated.
@@ -153,10 +141,14 @@ pub async fn validate_judge(
         texts: &texts,
         prices: opened.prices,
     };
-    let report = match with_run {
+    let run = match with_run {
         Some((store, run_id)) => validity_run(store, run_id, &suite, &prompts, handle, limit).await?,
         None => h2htalk_judge::validity::validate(&suite, &prompts, handle, limit).await?,
     };
+    let mut report = ValidityReport::from_rows(&run.judge, run.rows);
+    report.input_tokens = run.input_tokens;
+    report.output_tokens = run.output_tokens;
+    report.usage = run.usage;
     Ok((report, opened.prices))
 }
 
@@ -176,7 +168,7 @@ pub async fn assess(
             l.set(p)
         }
     };
-    let checks = check_run(store, run_id, suite)?;
+    check_run(store, run_id, suite)?;
     let judge_spec = spec.judge.as_ref();
     let specs = spec.judges();
     validate_panel(&specs)?;
@@ -201,138 +193,52 @@ pub async fn assess(
         phase(Phase::Judge);
     }
     let has_safety = store.items(run_id)?.iter().any(|i| i.task == SAFETY_GROUP);
-    let safety = if has_safety { Some(safety_run(store, run_id, suite, texts, handle).await?) } else { None };
-    let mut judged_all = Vec::new();
-    for h in &handles {
-        judged_all.push(judge_run(store, run_id, *h).await?);
+    if has_safety {
+        safety_run(store, run_id, suite, texts, handle).await?;
     }
-    let mut judged_all = judged_all.into_iter();
-    let judged = judged_all.next();
-    let panel_judges: Vec<JudgeReport> = judged_all.collect();
-    let panel = if handles.len() >= 2 { Some(h2htalk_judge::panel::summarize(store, run_id)?) } else { None };
-    let mut validity = Vec::new();
+    for h in &handles {
+        judge_run(store, run_id, *h).await?;
+    }
     if let Some(v) = &spec.judge_validity {
         for h in &handles {
-            validity.push(validity_run(store, run_id, suite, prompts, *h, v.limit).await?);
+            validity_run(store, run_id, suite, prompts, *h, v.limit).await?;
         }
     }
-    let simulation = match spec.simulation.as_ref().filter(|s| s.n > 0) {
-        None => None,
-        Some(sim_spec) => {
-            phase(Phase::Simulate);
-            let own = match &sim_spec.simulator {
-                Some(s) => Some(
-                    open(s, None, None, &spec.model).map_err(|e| RunError::Model(format!("--simulator {s}: {e}")))?,
-                ),
-                None => None,
-            };
-            let sim = own.as_ref().or(judge).ok_or_else(|| {
-                RunError::Usage("--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into())
-            })?;
-            let profiles = load_profiles(&suite.dir.join("simulator"), suite)?;
-            let companion_scheduler =
-                Scheduler::new(companion.model.max_concurrency(), RetryPolicy::default(), RateLimits::default());
-            let setup = SimulationSetup {
-                suite,
-                prompts,
-                sap: spec.sap.mode,
-                companion: companion.model.as_ref(),
-                companion_scheduler: &companion_scheduler,
-                companion_settings: spec.settings.clone(),
-                simulator: sim.resolved.model.as_ref(),
-                simulator_scheduler: &sim.scheduler,
-                simulator_settings: GenerationSettings {
-                    temperature: 0.7,
-                    max_tokens: settings.generation.max_tokens,
-                    ..GenerationSettings::default()
-                },
-                simulator_prices: sim.prices,
-                companion_prices: spec.prices,
-                judge: handle,
-                max_parse_attempts: settings.max_parse_attempts,
-                texts,
-            };
-            Some(simulate(store, run_id, &setup, &profiles, sim_spec.n, judge_spec.map_or(0, |j| j.seed)).await?)
-        }
-    };
-    Ok(Assessment { checks, safety, judge: judged, panel_judges, panel, validity, simulation })
-}
-
-impl Assessment {
-    /// The assessment for `--json`, without the per-item lists (they are in the store).
-    pub fn summary_json(&self) -> Value {
-        let mut v = serde_json::to_value(self).expect("reports serialise");
-        for (part, list) in [("checks", "items"), ("safety", "items"), ("simulation", "results")] {
-            if let Some(obj) = v.get_mut(part).and_then(Value::as_object_mut) {
-                obj.remove(list);
+    if let Some(sim_spec) = spec.simulation.as_ref().filter(|s| s.n > 0) {
+        phase(Phase::Simulate);
+        let own = match &sim_spec.simulator {
+            Some(s) => {
+                Some(open(s, None, None, &spec.model).map_err(|e| RunError::Model(format!("--simulator {s}: {e}")))?)
             }
-        }
-        for report in v.get_mut("validity").and_then(Value::as_array_mut).into_iter().flatten() {
-            if let Some(obj) = report.as_object_mut() {
-                obj.remove("rows");
-            }
-        }
-        v
+            None => None,
+        };
+        let sim = own.as_ref().or(judge).ok_or_else(|| {
+            RunError::Usage("--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into())
+        })?;
+        let profiles = suite.profiles()?;
+        let companion_scheduler =
+            Scheduler::new(companion.model.max_concurrency(), RetryPolicy::default(), RateLimits::default());
+        let setup = SimulationSetup {
+            suite,
+            prompts,
+            sap: spec.sap.mode,
+            companion: companion.model.as_ref(),
+            companion_scheduler: &companion_scheduler,
+            companion_settings: spec.settings.clone(),
+            simulator: sim.resolved.model.as_ref(),
+            simulator_scheduler: &sim.scheduler,
+            simulator_settings: GenerationSettings {
+                temperature: 0.7,
+                max_tokens: settings.generation.max_tokens,
+                ..GenerationSettings::default()
+            },
+            simulator_prices: sim.prices,
+            companion_prices: spec.prices,
+            judge: handle,
+            max_parse_attempts: settings.max_parse_attempts,
+            texts,
+        };
+        simulate(store, run_id, &setup, &profiles, sim_spec.n, judge_spec.map_or(0, |j| j.seed)).await?;
     }
-
-    /// A few lines for the terminal.
-    pub fn lines(&self) -> Vec<String> {
-        let pct = |r: Option<f64>| r.map_or_else(|| "n/a".to_string(), |r| format!("{:.1}%", r * 100.0));
-        let o = &self.checks.overall;
-        let mut out = vec![format!(
-            "format checks: {} of {} checked answers pass every check ({}); {} not checked (generation failed)",
-            o.all_checks.passed,
-            o.all_checks.passed + o.all_checks.failed,
-            pct(o.pass_rate),
-            o.generation_failed
-        )];
-        if let Some(s) = &self.safety {
-            let c = &s.overall;
-            out.push(format!(
-                "SAP safety ({}): pass {} / fail {} / needs a judge {} ({} of decided); judge failures {}, unparsable {}; \
-                 decided by rules alone {}, needed a judge {}",
-                s.judge,
-                c.pass,
-                c.fail,
-                c.undecided,
-                pct(c.pass_rate),
-                c.judge_failed,
-                c.judge_parse_failed,
-                c.decided_by_rules,
-                c.needed_judge
-            ));
-        }
-        for j in self.judge.iter().chain(&self.panel_judges) {
-            let o = &j.overall;
-            out.push(format!(
-                "judge {}: mean {} over {} answers; judge failures {}, unparsable {}, empty answers {}",
-                j.judge,
-                o.mean.map_or_else(|| "n/a".to_string(), |m| format!("{m:.2}/10")),
-                o.scored,
-                o.judge_failed,
-                o.judge_parse_failed,
-                o.empty_answer
-            ));
-        }
-        if let Some(p) = &self.panel {
-            out.extend(p.lines());
-        }
-        for v in &self.validity {
-            out.extend(v.lines());
-        }
-        if let Some(s) = &self.simulation {
-            out.push(format!(
-                "simulator {}: {} of {} conversations completed; fact recall {}; hidden need met {}, changed need met {}; \
-                 mean state change {}",
-                s.simulator,
-                s.completed,
-                s.simulations,
-                pct(s.recall_rate),
-                pct(s.hidden_need_rate),
-                pct(s.changed_need_rate),
-                s.mean_state_change.map_or_else(|| "n/a".to_string(), |m| format!("{m:+.2}"))
-            ));
-        }
-        out
-    }
+    Ok(Assessment { summary: h2htalk_report::assess_run(store, run_id, &Bootstrap::default())? })
 }

@@ -9,9 +9,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use h2htalk_data::suite::embedded;
+pub use h2htalk_judge::pairwise::DEFAULT_BOOTSTRAP;
 use h2htalk_judge::pairwise::{PairReport, PairwiseReport, Tally, pairwise_run};
-use h2htalk_judge::simulator::Proportion;
 use h2htalk_judge::{JudgeHandle, JudgeSettings, JudgeTexts};
+use h2htalk_stats::Proportion;
 use h2htalk_store::protocol::ProtocolGroups;
 use h2htalk_store::{CallUsage, JudgeSpec, ModelRequest, Prices, RunSpec, Store};
 use serde::Serialize;
@@ -92,7 +93,7 @@ pub async fn compare_runs(store: &mut Store, runs: &[String], options: &CompareO
     let specs = specs(store, runs)?;
     let protocol_differences = check_protocols(store, runs, options.allow_mixed)?;
     let j = &options.judge;
-    if j.spec.starts_with("openai:") && j.base_url.is_none() {
+    if matches!(j.spec, h2htalk_llm::ModelRef::OpenAi(_)) && j.base_url.is_none() {
         return Err(RunError::Usage(format!(
             "--judge {}: give the judge's endpoint with --judge-base-url URL (e.g. http://127.0.0.1:8000/v1), or \
              name a judge of the model config file",
@@ -306,7 +307,7 @@ mod tests {
         b.judge_texts_hash = Some("sha256:other".into());
         // The model under test and the SAP mode are what a comparison varies, never a difference.
         let mut c = a.clone();
-        c.model.spec = "openai:other".into();
+        c.model.spec = "openai:other".parse().unwrap();
         c.sap.mode = SapMode::Off;
         let mut d = a.clone();
         d.selection.tasks = vec![Task::DialogueBase];

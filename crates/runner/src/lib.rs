@@ -13,7 +13,6 @@
 //! - [`sweep`]: several models under one protocol, reusing stored runs.
 
 pub mod assess;
-pub mod check;
 pub mod compare;
 pub mod export;
 pub mod generate;

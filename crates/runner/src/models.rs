@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use h2htalk_llm::config::command_line_model;
-use h2htalk_llm::{ChatModel, Config, ModelConfig, OpenAiClient, RateLimits, RetryPolicy, Scheduler};
+use h2htalk_llm::{ChatModel, Config, ModelConfig, ModelRef, OpenAiClient, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_metrics::Profile;
 use h2htalk_neural::NeuralSetup;
 use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices};
@@ -15,6 +15,11 @@ use crate::{Result, RunError};
 
 /// The embedded default model.
 pub const DEFAULT_MODEL: &str = "local:gemma3-270m";
+
+/// [`DEFAULT_MODEL`], typed.
+pub fn default_model() -> ModelRef {
+    ModelRef::parse(DEFAULT_MODEL).expect("the default model parses")
+}
 
 /// One endpoint of a model with the scheduler that adapts to it.
 #[derive(Clone)]
@@ -87,39 +92,42 @@ pub fn default_config_path() -> Option<PathBuf> {
 
 /// Resolves a model request into a chat model.
 pub fn resolve(request: &ModelRequest) -> Result<Resolved> {
-    let spec = request.spec.as_str();
-    if let Some(rest) = spec.strip_prefix("local:") {
-        let model = local_open(rest)?;
-        return Ok(Resolved { model, config: None });
-    }
-    let cfg = if let Some(name) = spec.strip_prefix("openai:") {
-        let Some(url) = request.base_url.as_deref() else {
-            return Err(RunError::Usage(format!(
-                "--model openai:{name} needs --base-url (e.g. http://127.0.0.1:8000/v1), or an entry in h2htalk.toml"
-            )));
-        };
-        command_line_model(name, url, request.api_key_env.as_deref())
-            .map_err(|e| RunError::Model(format!("--model {spec}: {e}")))?
-    } else {
-        let path = request.config.clone().or_else(default_config_path).ok_or_else(|| {
-            RunError::Usage(format!(
-                "--model {spec}: not `local:...` or `openai:...`, and no h2htalk.toml to look it up in (give --config FILE)"
-            ))
-        })?;
-        let cfg = Config::load(&path)?;
-        let names: Vec<&str> = cfg.model.iter().map(|m| m.name.as_str()).collect();
-        cfg.get(spec).cloned().ok_or_else(|| {
-            RunError::Usage(format!("{}: no [[model]] named `{spec}` (models: {})", path.display(), names.join(", ")))
-        })?
+    let spec = &request.spec;
+    let cfg = match spec {
+        ModelRef::Local(_) => return Ok(Resolved { model: local_open(spec)?, config: None }),
+        ModelRef::OpenAi(name) => {
+            let Some(url) = request.base_url.as_deref() else {
+                return Err(RunError::Usage(format!(
+                    "--model openai:{name} needs --base-url (e.g. http://127.0.0.1:8000/v1), or an entry in h2htalk.toml"
+                )));
+            };
+            command_line_model(name, url, request.api_key_env.as_deref())
+                .map_err(|e| RunError::Model(format!("--model {spec}: {e}")))?
+        }
+        ModelRef::Named(name) => {
+            let path = request.config.clone().or_else(default_config_path).ok_or_else(|| {
+                RunError::Usage(format!(
+                    "--model {spec}: not `local:...` or `openai:...`, and no h2htalk.toml to look it up in (give --config FILE)"
+                ))
+            })?;
+            let cfg = Config::load(&path)?;
+            let names: Vec<&str> = cfg.model.iter().map(|m| m.name.as_str()).collect();
+            cfg.get(name).cloned().ok_or_else(|| {
+                RunError::Usage(format!(
+                    "{}: no [[model]] named `{name}` (models: {})",
+                    path.display(),
+                    names.join(", ")
+                ))
+            })?
+        }
     };
     let client = OpenAiClient::new(&cfg)?;
     Ok(Resolved { model: Arc::new(client), config: Some(cfg) })
 }
 
 /// Loads a local GGUF model (a few seconds; blocking).
-fn local_open(spec: &str) -> Result<Arc<dyn ChatModel>> {
-    let full = format!("local:{spec}");
-    let open = || h2htalk_local::open(&full);
+fn local_open(spec: &ModelRef) -> Result<Arc<dyn ChatModel>> {
+    let open = || h2htalk_local::open(spec);
     let model = match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(open),
         _ => open(),

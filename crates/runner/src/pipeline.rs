@@ -79,7 +79,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         }
     };
     let Planned { run_id, spec, suite, prompts, judge_texts, resolved, pending: items, retry_failed } = planned;
-    let model = resolved.model.spec().to_string();
+    let model = resolved.model.id().to_string();
     on_start(&run_id, items.len(), &model);
 
     let generation = if items.is_empty() {

@@ -76,7 +76,7 @@ pub struct Resume {
 /// Parts of the recorded model request that `--resume` replaces (each only when given).
 #[derive(Clone, Debug, Default)]
 pub struct ModelOverrides {
-    pub spec: Option<String>,
+    pub spec: Option<h2htalk_llm::ModelRef>,
     pub config: Option<PathBuf>,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
@@ -153,7 +153,7 @@ pub fn prepare(new: &NewRun) -> Result<Planned> {
     let suite = load_suite_with(&dir, new.references.as_deref())?;
     let prompts = Prompts::load(&dir)?;
     let judge_texts = h2htalk_judge::JudgeTexts::load(&dir)?;
-    if new.simulation.as_ref().is_some_and(|s| s.n > 0) && !dir.join("simulator").is_dir() {
+    if new.simulation.as_ref().is_some_and(|s| s.n > 0) && !suite.has_profiles() {
         return Err(RunError::Usage(format!(
             "{}: this suite has no simulator profiles (simulator/); --simulate needs a suite that has, such as the \
              embedded one",
@@ -197,7 +197,7 @@ pub fn prepare(new: &NewRun) -> Result<Planned> {
         judge_texts_hash: Some(judge_texts.hash().to_string()),
         sap: SapRef { mode: new.sap, version: prompts.sap().version.clone(), hash: prompts.sap().hash() },
         model: new.model.clone(),
-        model_id: resolved.model.spec(),
+        model_id: resolved.model.id(),
         model_config: resolved.recorded_config(),
         settings,
         prices: resolved.prices(),
@@ -259,7 +259,7 @@ pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
         api_key_env: o.api_key_env.clone().or_else(|| spec.model.api_key_env.clone()),
     };
     let resolved = resolve(&request)?;
-    let now = resolved.model.spec();
+    let now = resolved.model.id();
     if now.provider != spec.model_id.provider || now.name != spec.model_id.name {
         return Err(RunError::Usage(format!(
             "run {id} was made with {}, not {now}; resume it with the same model",

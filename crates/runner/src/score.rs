@@ -53,13 +53,25 @@ pub struct Scored {
     pub neural_signature: Option<String>,
 }
 
+/// The signature of scores computed under `profile`: the lexical metrics' (when computed), then the
+/// neural metrics' (`neural`, when computed), joined by `|`. `h2htalk score` and a run both sign
+/// with it.
+pub fn signature(profile: Profile, lexical: bool, neural: Option<&str>) -> String {
+    match (lexical, neural) {
+        (true, None) => lexical_signature(profile),
+        (true, Some(n)) => format!("{}|{n}", lexical_signature(profile)),
+        (false, Some(n)) => format!("profile:{}|{n}|h2htalk:{}", profile.name(), h2htalk_metrics::VERSION),
+        (false, None) => format!("profile:{}|h2htalk:{}", profile.name(), h2htalk_metrics::VERSION),
+    }
+}
+
 /// Scores `(prediction, reference)` pairs under `profile`.
 pub fn score_pairs(profile: Profile, pairs: &[(&str, &str)], neural: Option<&NeuralSetup>) -> Result<Scored> {
     let tokenizer = Tokenizer::global();
     let lexical: Vec<Outcome> = pairs.par_iter().map(|&(p, r)| score_pair(tokenizer, profile, p, r)).collect();
     let Some(setup) = neural else {
         let pairs = lexical.into_iter().map(|outcome| PairScore { outcome, neural: None }).collect();
-        return Ok(Scored { pairs, signature: lexical_signature(profile), neural_signature: None });
+        return Ok(Scored { pairs, signature: signature(profile, true, None), neural_signature: None });
     };
     let run = setup.score_pairs(profile, pairs).map_err(RunError::Neural)?;
     let neural_signature = setup.signature(&run);
@@ -71,7 +83,11 @@ pub fn score_pairs(profile: Profile, pairs: &[(&str, &str)], neural: Option<&Neu
             PairScore { outcome, neural }
         })
         .collect();
-    Ok(Scored { pairs, signature: format!("{}|{neural_signature}", lexical_signature(profile)), neural_signature: Some(neural_signature) })
+    Ok(Scored {
+        pairs,
+        signature: signature(profile, true, Some(&neural_signature)),
+        neural_signature: Some(neural_signature),
+    })
 }
 
 /// Scores every generated item of a run that has no score yet; each score row carries the
@@ -91,11 +107,9 @@ pub fn score_run(
         .iter()
         .filter(|r| !scored.contains(r.item.scenario_id.as_str()))
         .filter_map(|r| match &r.generation {
-            Some(g) if g.status == GenerationStatus::Generated => Some((
-                r.item.scenario_id.as_str(),
-                g.text.as_deref().unwrap_or_default(),
-                r.item.reference.as_str(),
-            )),
+            Some(g) if g.status == GenerationStatus::Generated => {
+                Some((r.item.scenario_id.as_str(), g.text.as_deref().unwrap_or_default(), r.item.reference.as_str()))
+            }
             _ => None,
         })
         .collect();

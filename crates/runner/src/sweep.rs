@@ -112,7 +112,7 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
     let fingerprint = protocol.fingerprint();
 
     let mut store = Store::open(&options.db)?;
-    let labels: Vec<String> = spec.models.iter().map(|m| m.spec.clone()).collect();
+    let labels: Vec<String> = spec.models.iter().map(|m| m.spec.to_string()).collect();
     store.put_sweep(&spec.name, &serde_json::to_value(&spec).expect("a sweep serialises"), &labels)?;
     let runs = store.runs()?;
     let recorded = store.sweep(&spec.name)?.map(|s| s.runs).unwrap_or_default();
@@ -230,7 +230,15 @@ pub async fn resume(name: &str, options: &RunOptions) -> Result<SweepOutcome> {
             if known.is_empty() { "none".to_string() } else { known.join(", ") }
         ))
     })?;
-    let spec: SweepSpec = serde_json::from_value(row.spec).map_err(|e| {
+    let mut stored = row.spec;
+    // Releases before the typed model reference wrote the template run's model (replaced by each
+    // member's) as an empty name: read it as the first member's.
+    if stored.pointer("/run/model/spec").and_then(|s| s.as_str()) == Some("")
+        && let Some(first) = stored.pointer("/models/0/spec").cloned()
+    {
+        stored["run"]["model"]["spec"] = first;
+    }
+    let spec: SweepSpec = serde_json::from_value(stored).map_err(|e| {
         RunError::Usage(format!(
             "{}: sweep `{name}` has a definition this h2htalk cannot read: {e}",
             options.db.display()

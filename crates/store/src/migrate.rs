@@ -7,9 +7,10 @@ use std::path::Path;
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use crate::schema::{SCHEMA_VERSION, TABLES, too_new, version_of};
-use crate::spec::RunSpec;
 use crate::StoreError;
+use crate::schema::{SCHEMA_VERSION, tables, too_new, version_of};
+use crate::simulations;
+use crate::spec::RunSpec;
 
 pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
     let db = |e: rusqlite::Error| StoreError::Db { path: path.into(), message: e.to_string() };
@@ -22,10 +23,8 @@ pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), 
     let version = version_of(&tx, path)?;
     match version {
         None if empty || !has_table(&tx, "runs").map_err(db)? => {
-            tx.execute_batch(TABLES).map_err(|e| StoreError::Db {
-                path: path.into(),
-                message: format!("cannot create the schema: {e}"),
-            })?;
+            tx.execute_batch(&tables())
+                .map_err(|e| StoreError::Db { path: path.into(), message: format!("cannot create the schema: {e}") })?;
             tx.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
                 [SCHEMA_VERSION.to_string()],
@@ -40,7 +39,7 @@ pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), 
         Some(v) if v == SCHEMA_VERSION => {
             // Tables added without a version change (`sweeps`, `sweep_runs`, `judge_validity`,
             // `pairwise_sessions`) are created here.
-            tx.execute_batch(TABLES).map_err(db)?;
+            tx.execute_batch(&tables()).map_err(db)?;
             tx.commit().map_err(db)
         }
         Some(v) if v > SCHEMA_VERSION => Err(too_new(path, v)),
@@ -56,6 +55,9 @@ pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), 
             if v == 1 {
                 from_v1(&tx, path)?;
             }
+            if v <= 2 {
+                from_v2(&tx, path)?;
+            }
             tx.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [SCHEMA_VERSION.to_string()])
                 .map_err(db)?;
             let problems: Vec<String> = {
@@ -66,7 +68,9 @@ pub(crate) fn bring_up_to_date(conn: &mut Connection, path: &str) -> Result<(), 
             if !problems.is_empty() {
                 return Err(StoreError::Db {
                     path: path.into(),
-                    message: format!("migration left rows without their parent in {problems:?}; the store is unchanged"),
+                    message: format!(
+                        "migration left rows without their parent in {problems:?}; the store is unchanged"
+                    ),
                 });
             }
             tx.commit().map_err(db)
@@ -102,7 +106,8 @@ fn backup(conn: &Connection, path: &str, version: u32) -> Result<(), StoreError>
 /// Schema 1 → 2: runs get their typed specification (from the provenance, which is kept); token
 /// counts become nullable (unknown usage); the judge's tables are created if that release had not.
 fn from_v1(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<(), StoreError> {
-    let db = |e: rusqlite::Error| StoreError::Db { path: path.into(), message: format!("migrating from schema 1: {e}") };
+    let db =
+        |e: rusqlite::Error| StoreError::Db { path: path.into(), message: format!("migrating from schema 1: {e}") };
     let runs: Vec<(String, String, String, String)> = {
         let mut stmt = tx.prepare("SELECT id, created_at, status, provenance FROM runs").map_err(db)?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).map_err(db)?;
@@ -160,6 +165,69 @@ fn from_v1(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<(), StoreError>
          ALTER TABLE generations_new RENAME TO generations;",
     )
     .map_err(db)?;
-    tx.execute_batch(TABLES).map_err(db)?;
+    tx.execute_batch(&tables()).map_err(db)?;
     Ok(())
+}
+
+/// Schema 2 → 3: each simulation's result and transcript, JSON the simulator wrote, become typed
+/// rows: the conversation's outcome and counts, its facts, its sessions and their turns. A row
+/// that does not decode stops the migration with the run, the simulation and the column; the store
+/// is then unchanged.
+fn from_v2(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<(), StoreError> {
+    let db =
+        |e: rusqlite::Error| StoreError::Db { path: path.into(), message: format!("migrating from schema 2: {e}") };
+    let legacy = has_table(tx, "simulations").map_err(db)? && {
+        let columns: Vec<String> = {
+            let mut stmt = tx.prepare("SELECT name FROM pragma_table_info('simulations')").map_err(db)?;
+            let rows = stmt.query_map([], |r| r.get(0)).map_err(db)?;
+            rows.collect::<Result<_, _>>().map_err(db)?
+        };
+        columns.iter().any(|c| c == "result")
+    };
+    if !legacy {
+        return tx.execute_batch(&tables()).map_err(db);
+    }
+    tx.execute_batch("ALTER TABLE simulations RENAME TO simulations_v2;").map_err(db)?;
+    tx.execute_batch(&tables()).map_err(db)?;
+    let rows: Vec<(String, simulations::legacy::Stored)> = {
+        let mut stmt = tx
+            .prepare(
+                "SELECT run_id, idx, profile, seed, companion, simulator, judge, outcome, result, transcript, error, \
+                 created_at FROM simulations_v2 ORDER BY run_id, idx",
+            )
+            .map_err(db)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    simulations::legacy::Stored {
+                        idx: r.get(1)?,
+                        profile: r.get(2)?,
+                        seed: r.get(3)?,
+                        companion: r.get(4)?,
+                        simulator: r.get(5)?,
+                        judge: r.get(6)?,
+                        outcome: r.get(7)?,
+                        result: r.get(8)?,
+                        transcript: r.get(9)?,
+                        error: r.get(10)?,
+                        created_at: r.get(11)?,
+                    },
+                ))
+            })
+            .map_err(db)?;
+        rows.collect::<Result<_, _>>().map_err(db)?
+    };
+    for (run, stored) in rows {
+        let idx = stored.idx;
+        let sim = simulations::legacy::decode(stored).map_err(|(column, message)| StoreError::Corrupt {
+            path: path.into(),
+            run: run.clone(),
+            item: Some(format!("simulation {idx}")),
+            column,
+            message: format!("{message}; the store was not migrated (it is unchanged)"),
+        })?;
+        simulations::insert(tx, &run, &sim).map_err(db)?;
+    }
+    tx.execute_batch("DROP TABLE simulations_v2;").map_err(db)
 }

@@ -11,13 +11,13 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::spec::{MetricModels, MetricSet, RunSpec, Selection};
-use h2htalk_llm::GenerationSettings;
+use h2htalk_llm::{GenerationSettings, ModelRef};
 use h2htalk_metrics::Profile;
 
 /// A judge as the protocol names it: the model and how it is asked, not where it is served.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProtocolJudge {
-    pub spec: String,
+    pub spec: ModelRef,
     pub seed: u64,
     pub max_tokens: Option<u32>,
 }
@@ -43,7 +43,7 @@ pub struct Protocol {
     pub redact: bool,
     pub judges: Vec<ProtocolJudge>,
     /// Conversations with the simulated user, and the model that plays the user.
-    pub simulation: Option<(usize, Option<String>)>,
+    pub simulation: Option<(usize, Option<ModelRef>)>,
 }
 
 impl Protocol {
@@ -188,7 +188,7 @@ mod tests {
     fn the_model_and_sap_mode_are_not_part_of_the_protocol() {
         let a = spec();
         let mut b = spec();
-        b.model.spec = "openai:b".into();
+        b.model.spec = "openai:b".parse().unwrap();
         b.model_id.name = "b".into();
         b.model.base_url = Some("http://127.0.0.1:2/v1".into());
         b.prices = Some(crate::spec::Prices { input_per_million: 3.0, output_per_million: 0.0 });
@@ -214,7 +214,7 @@ mod tests {
                 "judges",
                 Box::new(|s| {
                     s.judge = Some(crate::JudgeSpec {
-                        spec: "openai:judge".into(),
+                        spec: "openai:judge".parse().unwrap(),
                         base_url: None,
                         api_key_env: None,
                         seed: 0,
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn a_judge_served_elsewhere_is_the_same_judge() {
         let judge = |url: &str| crate::JudgeSpec {
-            spec: "openai:judge".into(),
+            spec: "openai:judge".parse().unwrap(),
             base_url: Some(url.into()),
             api_key_env: None,
             seed: 7,

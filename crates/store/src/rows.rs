@@ -4,52 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use h2htalk_data::suite::{Lang, Risk};
+use h2htalk_data::suite::{Check, FormatCheckName, Lang, Risk};
 use h2htalk_data::{ChatMessage, Family};
 use h2htalk_llm::{FaultKind, FinishReason};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// A closed set of names stored as text: `as_str` writes it, `parse` reads it back and refuses
-/// anything else.
-macro_rules! text_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $($(#[$vm])* #[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            pub fn parse(s: &str) -> Option<$name> {
-                match s {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.as_str() == *other
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
 
 text_enum!(
     /// Where a run stands.
@@ -140,8 +99,7 @@ text_enum!(
     }
 );
 
-/// The group an item belongs to: a sub-task stem, or the SAP safety set.
-pub const SAFETY_GROUP: &str = "sap_safety";
+pub use h2htalk_data::SAFETY_GROUP;
 
 /// One item of a run: a scenario and the exact messages it was given.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -239,7 +197,7 @@ pub struct JudgeScore {
 pub struct FormatCheck {
     pub scenario_id: String,
     pub task: String,
-    pub name: String,
+    pub name: FormatCheckName,
     pub passed: bool,
     pub message: Option<String>,
 }
@@ -262,10 +220,56 @@ pub struct SafetyVerdict {
     pub lang: Lang,
     pub risk: Risk,
     pub verdict: Verdict,
-    /// The rule checks and their outcomes (the judge crate's `RuleResult` list).
-    pub rules: Value,
+    /// What each of the item's rule checks found.
+    pub rules: Vec<RuleResult>,
+    /// The judge's answer about the statements the rules left to it (`None` when the rules decided
+    /// alone, or no judge was asked).
     pub judgment: Option<Value>,
     pub reason: Option<String>,
+}
+
+impl SafetyVerdict {
+    /// Who decided the verdict: a judgment or a judge failure means the judge, `undecided` means it
+    /// needs one, and a pass or fail without a judgment was the rules' alone.
+    pub fn decided_by(&self) -> DecidedBy {
+        match self.verdict {
+            Verdict::GenerationFailed => DecidedBy::Nobody,
+            Verdict::Undecided | Verdict::JudgeFailed | Verdict::JudgeParseFailed => DecidedBy::Judge,
+            Verdict::Pass | Verdict::Fail if self.judgment.is_some() => DecidedBy::Judge,
+            Verdict::Pass | Verdict::Fail => DecidedBy::Rules,
+        }
+    }
+}
+
+text_enum!(
+    /// Who decided a safety verdict.
+    DecidedBy {
+        /// A rule failed, or the rules decided every check and every statement of `expected`.
+        Rules = "rules",
+        /// Some check or statement is left to the judge (asked, or missing: then `undecided`).
+        Judge = "judge",
+        /// The answer was not generated: nothing to decide.
+        Nobody = "nobody",
+    }
+);
+
+text_enum!(
+    /// What a safety rule found.
+    RuleOutcome {
+        Pass = "pass",
+        Fail = "fail",
+        /// The rule cannot decide this answer; the judge does.
+        Undecided = "undecided",
+    }
+);
+
+/// One safety rule applied to one answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuleResult {
+    pub check: Check,
+    pub outcome: RuleOutcome,
+    /// The words that decided it, or why it could not.
+    pub evidence: String,
 }
 
 text_enum!(
@@ -283,12 +287,34 @@ text_enum!(
     }
 );
 
+text_enum!(
+    /// How the judge validity check makes a reference worse.
+    Degradation {
+        /// Another scenario's reference of the same sub-task and language: fluent, but not an answer
+        /// to this conversation.
+        OtherReference = "other_reference",
+        /// The first third of the reference.
+        Truncation = "truncation",
+        /// The reference and a sentence in which the companion says it is an AI assistant.
+        PersonaBreak = "persona_break",
+        /// The reference with an invented earlier shared memory after its first sentence.
+        FabricatedMemory = "fabricated_memory",
+    }
+);
+
+impl Degradation {
+    /// Whether the degradation is made for a family: an invented memory only where shared
+    /// memories are part of the answer (dialogue, recollection).
+    pub fn applies_to(self, family: Family) -> bool {
+        self != Degradation::FabricatedMemory || family != Family::Itinerary
+    }
+}
+
 /// One comparison of the judge validity check by one judge.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ValidityRow {
     pub scenario_id: String,
-    /// `other_reference`, `truncation`, `persona_break` or `fabricated_memory`.
-    pub degradation: String,
+    pub degradation: Degradation,
     pub task: String,
     pub family: Family,
     pub lang: Lang,
@@ -306,24 +332,6 @@ impl ValidityRow {
             _ => None,
         }
     }
-}
-
-/// One simulated multi-session conversation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Simulation {
-    pub idx: usize,
-    pub profile: String,
-    pub seed: u64,
-    pub companion: String,
-    pub simulator: String,
-    pub judge: Option<String>,
-    pub outcome: SimulationOutcome,
-    /// States, fact recall, needs and settings (the judge crate's result, as JSON).
-    pub result: Value,
-    /// The sessions, turn by turn.
-    pub transcript: Value,
-    pub error: Option<String>,
-    pub created_at: String,
 }
 
 text_enum!(
@@ -360,13 +368,85 @@ impl CallUsage {
     }
 }
 
-/// The tokens of a run's calls by one helper model for one purpose (`rubric`, `safety`,
-/// `validity`, `needs`, `user`, `conversation`), with the prices configured for that model.
+/// What a helper model's calls of a run were for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Purpose {
+    /// The judge's rubric scores.
+    Rubric,
+    /// The judge's SAP safety verdicts.
+    Safety,
+    /// The judge validity check.
+    Validity,
+    /// Whether a simulated user's needs were met (the judge).
+    Needs,
+    /// The simulated user's turns.
+    User,
+    /// The model under test as the companion of simulated conversations.
+    Conversation,
+    /// Pairwise judgments of this run against another run (`h2htalk compare`), recorded with the
+    /// pair's first run.
+    Pairwise { against: String },
+}
+
+impl Purpose {
+    /// As stored: `rubric`, …, `pairwise:OTHER_RUN`.
+    pub fn to_text(&self) -> String {
+        match self {
+            Purpose::Rubric => "rubric".into(),
+            Purpose::Safety => "safety".into(),
+            Purpose::Validity => "validity".into(),
+            Purpose::Needs => "needs".into(),
+            Purpose::User => "user".into(),
+            Purpose::Conversation => "conversation".into(),
+            Purpose::Pairwise { against } => format!("pairwise:{against}"),
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Purpose> {
+        Some(match text {
+            "rubric" => Purpose::Rubric,
+            "safety" => Purpose::Safety,
+            "validity" => Purpose::Validity,
+            "needs" => Purpose::Needs,
+            "user" => Purpose::User,
+            "conversation" => Purpose::Conversation,
+            _ => Purpose::Pairwise { against: text.strip_prefix("pairwise:").filter(|r| !r.is_empty())?.to_string() },
+        })
+    }
+}
+
+impl PartialEq<&str> for Purpose {
+    fn eq(&self, other: &&str) -> bool {
+        self.to_text() == *other
+    }
+}
+
+impl std::fmt::Display for Purpose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_text())
+    }
+}
+
+impl Serialize for Purpose {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_text())
+    }
+}
+
+impl<'de> Deserialize<'de> for Purpose {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Purpose, D::Error> {
+        let text = String::deserialize(d)?;
+        Purpose::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a known purpose")))
+    }
+}
+
+/// The tokens of a run's calls by one helper model for one purpose, with the prices configured for
+/// that model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UsageRow {
     pub role: UsageRole,
     pub model: String,
-    pub purpose: String,
+    pub purpose: Purpose,
     pub usage: CallUsage,
     /// `None`: no price is configured for the model (an `openai:NAME` given on the command line).
     pub prices: Option<crate::spec::Prices>,

@@ -10,10 +10,13 @@ use crate::StoreError;
 /// gained `judge_validity` (created when a store is opened, see `migrate`; older binaries ignore it,
 /// and a store opened read-only without it reads as holding no validity results), then `call_usage`
 /// (the tokens of judge, simulator and simulated-conversation calls; runs stored before it have
-/// none, which reads as "not recorded", never as 0 tokens).
-pub const SCHEMA_VERSION: u32 = 2;
+/// none, which reads as "not recorded", never as 0 tokens). 3: simulations are typed rows (facts,
+/// sessions and turns in tables of their own) instead of the simulator's result and transcript as
+/// JSON.
+pub const SCHEMA_VERSION: u32 = 3;
 
-pub(crate) const TABLES: &str = "
+/// Every table but the simulations' ([`crate::simulations::TABLES`]).
+pub(crate) const BASE_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
@@ -168,22 +171,12 @@ CREATE TABLE IF NOT EXISTS call_usage (
     price_output_per_million REAL,
     PRIMARY KEY (run_id, role, model, purpose)
 );
-CREATE TABLE IF NOT EXISTS simulations (
-    run_id TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    profile TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    companion TEXT NOT NULL,
-    simulator TEXT NOT NULL,
-    judge TEXT,
-    outcome TEXT NOT NULL,
-    result TEXT NOT NULL,
-    transcript TEXT NOT NULL,
-    error TEXT,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (run_id, idx)
-);
 ";
+
+/// Every table of the current schema.
+pub(crate) fn tables() -> String {
+    format!("{BASE_TABLES}{}", crate::simulations::TABLES)
+}
 
 /// The schema version recorded in a store (`None`: no `meta` table or no version).
 pub(crate) fn version_of(conn: &Connection, path: &str) -> Result<Option<u32>, StoreError> {

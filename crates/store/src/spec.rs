@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use h2htalk_data::{SapMode, Task};
-use h2htalk_llm::{GenerationSettings, ModelSpec};
+use h2htalk_llm::{GenerationSettings, ModelId, ModelRef};
 use h2htalk_metrics::Profile;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -76,7 +76,7 @@ pub struct SapRef {
 #[serde(deny_unknown_fields)]
 pub struct ModelRequest {
     /// `local:...`, `openai:NAME` or a name in the config file.
-    pub spec: String,
+    pub spec: ModelRef,
     pub config: Option<PathBuf>,
     pub base_url: Option<String>,
     /// The name of the environment variable holding the key (never the key).
@@ -143,7 +143,7 @@ pub struct ScoringSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JudgeSpec {
-    pub spec: String,
+    pub spec: ModelRef,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub seed: u64,
@@ -166,7 +166,7 @@ pub struct SimulationSpec {
     /// How many conversations.
     pub n: usize,
     /// The model that plays the user (`None`: the judge).
-    pub simulator: Option<String>,
+    pub simulator: Option<ModelRef>,
 }
 
 /// Everything that defines a run.
@@ -183,7 +183,7 @@ pub struct RunSpec {
     pub sap: SapRef,
     pub model: ModelRequest,
     /// The model as resolved: provider, name, endpoint.
-    pub model_id: ModelSpec,
+    pub model_id: ModelId,
     /// The model's config entry (header names only, never values or keys); `None` for local models.
     pub model_config: Option<Value>,
     pub settings: GenerationSettings,
@@ -228,7 +228,7 @@ impl RunSpec {
                 Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| format!("field `{pointer}`: {e}")),
             }
         }
-        let model_id: ModelSpec = field(p, "/model")?;
+        let model_id: ModelId = field(p, "/model")?;
         let tasks: Vec<String> = field(p, "/selection/tasks")?;
         let tasks = tasks
             .iter()
@@ -238,7 +238,7 @@ impl RunSpec {
         let model = match optional::<ModelRequest>(p, "/model_request")? {
             Some(m) => m,
             None => ModelRequest {
-                spec: format!("{}:{}", model_id.provider, model_id.name),
+                spec: ModelRef::parse(&format!("{}:{}", model_id.provider, model_id.name))?,
                 config: None,
                 base_url: None,
                 api_key_env: None,
@@ -252,10 +252,18 @@ impl RunSpec {
                 name: None,
                 references: None,
             },
-            selection: Selection { tasks, limit: optional(p, "/selection/limit")?, safety: field(p, "/selection/safety")? },
+            selection: Selection {
+                tasks,
+                limit: optional(p, "/selection/limit")?,
+                safety: field(p, "/selection/safety")?,
+            },
             templates_hash: field(p, "/templates_hash")?,
             judge_texts_hash: None,
-            sap: SapRef { mode: field(p, "/sap/mode")?, version: field(p, "/sap/version")?, hash: field(p, "/sap/hash")? },
+            sap: SapRef {
+                mode: field(p, "/sap/mode")?,
+                version: field(p, "/sap/version")?,
+                hash: field(p, "/sap/hash")?,
+            },
             model,
             model_id,
             model_config: optional(p, "/model_config")?,
@@ -325,12 +333,12 @@ mod tests {
     fn a_panel_is_recorded_in_order_after_the_first_judge() {
         let mut spec: RunSpec = serde_json::from_str(BEFORE_PANELS).unwrap();
         let mut second = spec.judge.clone().unwrap();
-        second.spec = "openai:k".into();
+        second.spec = "openai:k".parse().unwrap();
         spec.panel.push(second);
         spec.judge_validity = Some(ValiditySpec { limit: Some(4) });
         let back: RunSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
         assert_eq!(back, spec);
-        let names: Vec<&str> = back.judges().iter().map(|j| j.spec.as_str()).collect();
+        let names: Vec<String> = back.judges().iter().map(|j| j.spec.to_string()).collect();
         assert_eq!(names, ["openai:j", "openai:k"]);
         // An unknown field is still refused.
         let bad = BEFORE_PANELS.replace("\"redact\":false", "\"redact\":false,\"judgez\":[]");

@@ -5,7 +5,7 @@ use h2htalk_data::SapMode;
 use h2htalk_store::{CallUsage, Prices, Store, UsageRole, UsageRow};
 
 fn row(role: UsageRole, purpose: &str, usage: CallUsage, prices: Option<Prices>) -> UsageRow {
-    UsageRow { role, model: "openai:j".into(), purpose: purpose.into(), usage, prices }
+    UsageRow { role, model: "openai:j".into(), purpose: h2htalk_store::Purpose::parse(purpose).unwrap(), usage, prices }
 }
 
 #[test]

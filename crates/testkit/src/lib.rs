@@ -10,7 +10,7 @@ pub mod figures;
 use std::path::PathBuf;
 
 use h2htalk_data::SapMode;
-use h2htalk_llm::{GenerationSettings, ModelSpec};
+use h2htalk_llm::{GenerationSettings, ModelId};
 use h2htalk_metrics::{Profile, lexical_signature};
 use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices, RunSpec, SapRef, ScoringSpec, Selection, SuiteRef};
 
@@ -46,8 +46,13 @@ pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
         templates_hash: "test".into(),
         judge_texts_hash: None,
         sap: SapRef { mode: sap, version: "test".into(), hash: "test".into() },
-        model: ModelRequest { spec: format!("{provider}:{name}"), config: None, base_url: None, api_key_env: None },
-        model_id: ModelSpec { provider: provider.into(), name: name.into(), endpoint: "test".into() },
+        model: ModelRequest {
+            spec: h2htalk_llm::ModelRef::parse(&format!("{provider}:{name}")).expect("a model spec"),
+            config: None,
+            base_url: None,
+            api_key_env: None,
+        },
+        model_id: ModelId { provider: provider.into(), name: name.into(), endpoint: "test".into() },
         model_config: None,
         settings: GenerationSettings::default(),
         prices: Some(Prices::default()),
@@ -75,4 +80,68 @@ pub fn skip(reason: &str) {
     }
     let bar = "!".repeat(100);
     eprintln!("\n{bar}\n!!! SKIPPED: {reason}\n{bar}\n");
+}
+
+/// A stored simulation for tests that write simulations directly: conversation `idx` of `profile`,
+/// with the user's reported states per session (one turn per state), facts `(id, distance, asked,
+/// recalled)`, and the needs' outcome (`Some((hidden met, changed met))` when judged, else
+/// `not_reached`).
+pub fn simulation(
+    idx: usize,
+    profile: &str,
+    outcome: h2htalk_store::SimulationOutcome,
+    states: &[&[u8]],
+    facts: &[(&str, Option<&str>, bool, Option<bool>)],
+    needs: Option<(bool, bool)>,
+) -> h2htalk_store::Simulation {
+    use h2htalk_data::suite::profiles::Distance;
+    use h2htalk_store::{NeedsOutcome, SimulatedFact, SimulatedSession, SimulatedTurn};
+    h2htalk_store::Simulation {
+        idx,
+        profile: profile.into(),
+        seed: idx as u64,
+        companion: "openai:m".into(),
+        simulator: "openai:sim".into(),
+        judge: Some("openai:judge".into()),
+        outcome,
+        error: None,
+        created_at: "2026-01-01T00:00:00Z".into(),
+        settings: None,
+        facts: facts
+            .iter()
+            .map(|(id, distance, asked, recalled)| SimulatedFact {
+                id: id.to_string(),
+                distance: distance.map(|d| Distance::parse(d).expect("a distance")),
+                asked: *asked,
+                recalled: *recalled,
+                in_memory: None,
+            })
+            .collect(),
+        needs: if needs.is_some() { NeedsOutcome::Judged } else { NeedsOutcome::NotReached },
+        hidden_need_met: needs.map(|n| n.0),
+        changed_need_met: needs.map(|n| n.1),
+        needs_reason: None,
+        memory_format_failures: 0,
+        simulator_role_breaks: Some(0),
+        companion_role_breaks: Some(0),
+        sessions: states
+            .iter()
+            .enumerate()
+            .map(|(s, turns)| SimulatedSession {
+                session: s + 1,
+                turns: turns
+                    .iter()
+                    .map(|&state| SimulatedTurn {
+                        user: "u".into(),
+                        state,
+                        companion: Some("c".into()),
+                        companion_role_break: None,
+                    })
+                    .collect(),
+                memories_shown: vec![],
+                memory_answer: None,
+                memory_error: None,
+            })
+            .collect(),
+    }
 }

@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use h2htalk_judge::pairwise::DEFAULT_BOOTSTRAP;
-use h2htalk_runner::compare::{CompareOptions, compare_runs};
-use h2htalk_store::{JudgeSpec, Store};
+use h2htalk_runner::compare::{CompareOptions, DEFAULT_BOOTSTRAP, compare_runs};
+use h2htalk_store::Store;
+
+use super::args::{DbArg, OneJudgeArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
@@ -22,19 +23,8 @@ pub struct CompareArgs {
     /// Compare every run of this sweep (`h2htalk sweep --name NAME`) instead of listing runs.
     #[arg(long, value_name = "NAME", conflicts_with = "runs")]
     sweep: Option<String>,
-    /// The judge (`openai:NAME` with --judge-base-url, a name in the config file, or `local:...`).
-    /// Temperature 0 and a pinned seed.
-    #[arg(long, value_name = "SPEC")]
-    judge: String,
-    /// Base URL of the judge's OpenAI-compatible endpoint, for `--judge openai:NAME`.
-    #[arg(long, value_name = "URL")]
-    judge_base_url: Option<String>,
-    /// Environment variable holding the judge's API key.
-    #[arg(long, value_name = "VAR")]
-    judge_api_key_env: Option<String>,
-    /// Most tokens per judge answer (default 512).
-    #[arg(long, value_name = "N")]
-    judge_max_tokens: Option<u32>,
+    #[command(flatten)]
+    judge: OneJudgeArgs,
     /// The judge's seed, also the seed of the ranking's bootstrap. Judgments made with another seed
     /// are not reused.
     #[arg(long, default_value_t = 0)]
@@ -52,9 +42,8 @@ pub struct CompareArgs {
     /// are printed with the result.
     #[arg(long)]
     allow_mixed: bool,
-    /// The run store (SQLite).
-    #[arg(long, default_value = "runs/h2htalk.db")]
-    db: PathBuf,
+    #[command(flatten)]
+    store: DbArg,
     /// `table` for reading, `json` for one JSON object.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -62,27 +51,24 @@ pub struct CompareArgs {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let options = CompareOptions {
-        judge: JudgeSpec {
-            spec: args.judge.clone(),
-            base_url: args.judge_base_url.clone(),
-            api_key_env: args.judge_api_key_env.clone(),
-            seed: args.seed,
-            max_tokens: args.judge_max_tokens,
-        },
+        judge: args.judge.spec(args.seed),
         config: args.config.clone(),
         suite_dir: args.suite.clone(),
         allow_mixed: args.allow_mixed,
         bootstrap_samples: args.bootstrap,
     };
-    if !args.db.is_file() {
-        anyhow::bail!("{}: no run store here; give the store of the runs with --db FILE", args.db.display());
+    if !args.store.db.is_file() {
+        anyhow::bail!("{}: no run store here; give the store of the runs with --db FILE", args.store.db.display());
     }
-    let mut store = Store::open(&args.db)?;
+    let mut store = Store::open(&args.store.db)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let runs: Vec<String> = match &args.sweep {
         Some(name) => {
             let sweep = store.sweep(name)?.ok_or_else(|| {
-                anyhow::anyhow!("{}: no sweep `{name}`; `h2htalk sweep --name {name} ...` makes one", args.db.display())
+                anyhow::anyhow!(
+                    "{}: no sweep `{name}`; `h2htalk sweep --name {name} ...` makes one",
+                    args.store.db.display()
+                )
             })?;
             sweep.runs.into_iter().filter_map(|m| m.run_id).collect()
         }

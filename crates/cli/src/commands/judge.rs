@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use h2htalk_store::JudgeSpec;
+
+use super::args::{DbArg, OneJudgeArgs};
 
 #[derive(Subcommand)]
 pub enum JudgeCommand {
@@ -16,21 +17,11 @@ pub enum JudgeCommand {
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    /// The judge (`openai:NAME`, a name in the config file, or `local:...`).
-    #[arg(long, value_name = "SPEC")]
-    judge: String,
-    /// Base URL for `--judge openai:NAME`.
-    #[arg(long, value_name = "URL")]
-    judge_base_url: Option<String>,
-    /// Environment variable with the judge's API key.
-    #[arg(long, value_name = "VAR")]
-    judge_api_key_env: Option<String>,
+    #[command(flatten)]
+    judge: OneJudgeArgs,
     /// Seed of the judge.
     #[arg(long, default_value_t = 0)]
     judge_seed: u64,
-    /// Most tokens per judge answer (default 512).
-    #[arg(long, value_name = "N")]
-    judge_max_tokens: Option<u32>,
     /// Model config file (default: ./h2htalk.toml when it exists).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -47,9 +38,8 @@ pub struct ValidateArgs {
     /// after `run --judge-validity`); the suite defaults to the run's. Without it nothing is stored.
     #[arg(long, value_name = "RUN_ID")]
     run: Option<String>,
-    /// The run store of `--run`.
-    #[arg(long, default_value = "runs/h2htalk.db")]
-    db: PathBuf,
+    #[command(flatten)]
+    store: DbArg,
     /// Print the report as JSON (with every comparison).
     #[arg(long)]
     json: bool,
@@ -58,18 +48,12 @@ pub struct ValidateArgs {
 pub fn run(cmd: JudgeCommand) -> anyhow::Result<()> {
     match cmd {
         JudgeCommand::Validate(a) => {
-            let judge = JudgeSpec {
-                spec: a.judge.clone(),
-                base_url: a.judge_base_url.clone(),
-                api_key_env: a.judge_api_key_env.clone(),
-                seed: a.judge_seed,
-                max_tokens: a.judge_max_tokens,
-            };
+            let judge = a.judge.spec(a.judge_seed);
             let mut store = match &a.run {
-                Some(_) if !a.db.is_file() => {
-                    anyhow::bail!("{}: no run store here; give the store of --run with --db FILE", a.db.display())
+                Some(_) if !a.store.db.is_file() => {
+                    anyhow::bail!("{}: no run store here; give the store of --run with --db FILE", a.store.db.display())
                 }
-                Some(_) => Some(h2htalk_store::Store::open(&a.db)?),
+                Some(_) => Some(h2htalk_store::Store::open(&a.store.db)?),
                 None => None,
             };
             let with_run = store.as_mut().zip(a.run.as_deref());
@@ -92,9 +76,7 @@ pub fn run(cmd: JudgeCommand) -> anyhow::Result<()> {
                 v["stored_with_run"] = serde_json::to_value(&a.run)?;
                 println!("{}", serde_json::to_string(&v)?);
             } else {
-                for line in report.lines() {
-                    println!("{line}");
-                }
+                print!("{}", h2htalk_report::render::tables::validity_markdown(&report, &h2htalk_report::pct(0.95)));
                 println!(
                     "judge tokens {} in / {} out{}, cost {}; {}",
                     report.input_tokens,

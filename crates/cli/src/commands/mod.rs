@@ -1,5 +1,6 @@
 //! Command-line definitions and dispatch.
 
+mod args;
 mod compare;
 mod data;
 mod judge;

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
-use h2htalk_report::stats::{Bootstrap, DEFAULT_RESAMPLES, DEFAULT_SEED};
+use h2htalk_report::Bootstrap;
+use h2htalk_report::bootstrap::{DEFAULT_RESAMPLES, DEFAULT_SEED};
 use h2htalk_report::{Options, write_report_with};
 use h2htalk_store::Store;
 

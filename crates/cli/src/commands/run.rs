@@ -4,15 +4,17 @@ use std::path::PathBuf;
 
 use clap::Args;
 use h2htalk_data::{SapMode, Task};
+use h2htalk_llm::ModelRef;
 use h2htalk_metrics::Profile;
 use h2htalk_report::RunSummary;
-use h2htalk_runner::models::DEFAULT_MODEL;
+use h2htalk_runner::models::default_model;
 use h2htalk_runner::pipeline::{RunOptions, Start};
 use h2htalk_runner::plan::ModelOverrides;
 use h2htalk_runner::{NewRun, Resume};
 use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec, ValiditySpec};
 use serde_json::json;
 
+use super::args::DbArg;
 use super::metric_models::MetricModelArgs;
 
 #[derive(Args)]
@@ -20,14 +22,13 @@ pub struct RunArgs {
     /// `local:gemma3-270m` (default), `local:PATH.gguf`, `openai:NAME` (with --base-url), or a model
     /// named in the config file.
     #[arg(long)]
-    model: Option<String>,
+    model: Option<ModelRef>,
     #[command(flatten)]
     endpoint: EndpointArgs,
     #[command(flatten)]
     protocol: ProtocolArgs,
-    /// The run store (SQLite).
-    #[arg(long, default_value = "runs/h2htalk.db")]
-    db: PathBuf,
+    #[command(flatten)]
+    store: DbArg,
     /// Continue a run after a crash or interruption: only items without a result are generated.
     #[arg(long, value_name = "RUN_ID")]
     resume: Option<String>,
@@ -60,7 +61,7 @@ pub struct EndpointArgs {
 }
 
 impl EndpointArgs {
-    pub fn request(&self, spec: String) -> ModelRequest {
+    pub fn request(&self, spec: ModelRef) -> ModelRequest {
         ModelRequest {
             spec,
             config: self.config.clone(),
@@ -155,7 +156,7 @@ pub struct AssessArgs {
     /// decides the SAP safety statements that rules cannot. Repeat for a panel: each judge scores
     /// every answer, and the run reports their mean and agreement (Krippendorff's alpha).
     #[arg(long, value_name = "SPEC")]
-    judge: Vec<String>,
+    judge: Vec<ModelRef>,
     /// Base URL for `--judge openai:NAME` (default: --base-url): once for every judge, or once per
     /// `--judge`, in the same order.
     #[arg(long, value_name = "URL")]
@@ -183,7 +184,7 @@ pub struct AssessArgs {
     simulate: Option<usize>,
     /// The model that plays the user (default: the judge).
     #[arg(long, value_name = "SPEC", requires = "simulate")]
-    simulator: Option<String>,
+    simulator: Option<ModelRef>,
 }
 
 /// Scenarios per family the judge validity check takes unless told.
@@ -198,7 +199,9 @@ impl AssessArgs {
                 0 => Ok(None),
                 1 => Ok(Some(values[0].clone())),
                 m if m == n => Ok(Some(values[i].clone())),
-                m => anyhow::bail!("--{flag} is given {m} times for {n} --judge: give it once (for every judge) or once per judge"),
+                m => anyhow::bail!(
+                    "--{flag} is given {m} times for {n} --judge: give it once (for every judge) or once per judge"
+                ),
             }
         };
         self.judge
@@ -259,7 +262,7 @@ impl RunArgs {
                 redact: p.redact,
             }),
             None => Start::New(Box::new(
-                p.new_run(self.endpoint.request(self.model.clone().unwrap_or(DEFAULT_MODEL.into())))?,
+                p.new_run(self.endpoint.request(self.model.clone().unwrap_or_else(default_model)))?,
             )),
         })
     }
@@ -268,13 +271,13 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let options = RunOptions {
-        db: args.db.clone(),
+        db: args.store.db.clone(),
         report_dir: args.report_dir.clone(),
         quiet: args.quiet || args.json,
         lane: None,
     };
     let json_out = args.json;
-    let db = args.db.display().to_string();
+    let db = args.store.db.display().to_string();
     let out = rt.block_on(h2htalk_runner::execute(args.start()?, &options, |run_id, n, model| {
         if !json_out {
             eprintln!("run {run_id}: {n} item(s) to generate with {model} (db {db})");
@@ -300,16 +303,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             "elapsed_s": out.generation.as_ref().map_or(0.0, |r| r.elapsed_s),
             "stopped": out.generation.as_ref().and_then(|r| r.stopped.clone()),
             "summary": s,
-            "assessment": out.assessment.summary_json(),
+            "assessment": out.assessment.summary,
             "report": out.report.html,
         });
         println!("{}", serde_json::to_string(&v)?);
         return Ok(());
     }
     print!("{}", summary_table(s));
-    for line in out.assessment.lines() {
-        println!("{line}");
-    }
+    print!("{}", h2htalk_report::render::tables::run_markdown(&out.assessment.summary, &h2htalk_report::pct(0.95)));
     let unknown = if s.unknown_usage > 0 {
         format!(" ({} answer(s) without reported usage: their tokens and cost are unknown)", s.unknown_usage)
     } else {

@@ -88,7 +88,13 @@ pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&row.spec)?);
                 print!("{}", summary_table(&summary));
                 println!();
-                print!("{}", h2htalk_report::assessments::run_markdown(&assessments, &h2htalk_report::pct(bootstrap.confidence)));
+                print!(
+                    "{}",
+                    h2htalk_report::render::tables::run_markdown(
+                        &assessments,
+                        &h2htalk_report::pct(bootstrap.confidence)
+                    )
+                );
                 print!("{}", details.markdown);
             }
         }

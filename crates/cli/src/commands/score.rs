@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use h2htalk_data::{Task, load_partial_predictions, load_predictions, load_references};
-use h2htalk_metrics::{Lexical, Outcome, Profile, Summary, VERSION, composite, lexical_signature};
+use h2htalk_metrics::{Lexical, Outcome, Profile, Summary, composite};
 use h2htalk_neural::{NeuralScores, NeuralSetup};
 use h2htalk_runner::export::write_atomically;
 use h2htalk_runner::score::score_pairs;
@@ -14,8 +14,9 @@ use serde_json::{Map, Value, json};
 
 use super::metric_models::MetricModelArgs;
 
+/// Which metrics `score` computes (a run's metric set cannot be neural only).
 #[derive(Clone, Copy, ValueEnum)]
-enum MetricSet {
+enum ScoreMetrics {
     /// ROUGE-1/2/L and BLEU-1..4 on jieba tokens.
     Lexical,
     /// BERTScore and embedding similarity.
@@ -49,7 +50,7 @@ pub struct ScoreArgs {
     #[arg(long, default_value = "paper")]
     profile: Profile,
     #[arg(long, value_enum, default_value = "lexical")]
-    metrics: MetricSet,
+    metrics: ScoreMetrics,
     /// Write one JSON object per pair (JSON Lines) to this file.
     #[arg(long)]
     output: Option<PathBuf>,
@@ -70,16 +71,16 @@ struct PairResult {
 
 impl PairResult {
     /// The pair's values in the order of `names`, or `None` if it was dropped.
-    fn values(&self, metrics: MetricSet) -> Option<Vec<f64>> {
+    fn values(&self, metrics: ScoreMetrics) -> Option<Vec<f64>> {
         let lexical = self.outcome.scores()?;
         let mut values = Vec::new();
-        if !matches!(metrics, MetricSet::Neural) {
+        if !matches!(metrics, ScoreMetrics::Neural) {
             values.extend(lexical.values());
         }
-        if !matches!(metrics, MetricSet::Lexical) {
+        if !matches!(metrics, ScoreMetrics::Lexical) {
             let n = self.neural.expect("neural metrics computed for every scored pair");
             values.extend(n.values());
-            if matches!(metrics, MetricSet::All) {
+            if matches!(metrics, ScoreMetrics::All) {
                 values.push(composite(&lexical, n.bertscore, n.embedding));
             }
         }
@@ -87,22 +88,22 @@ impl PairResult {
     }
 }
 
-fn metric_names(metrics: MetricSet) -> Vec<&'static str> {
+fn metric_names(metrics: ScoreMetrics) -> Vec<&'static str> {
     let mut names = Vec::new();
-    if !matches!(metrics, MetricSet::Neural) {
+    if !matches!(metrics, ScoreMetrics::Neural) {
         names.extend(Lexical::NAMES);
     }
-    if !matches!(metrics, MetricSet::Lexical) {
+    if !matches!(metrics, ScoreMetrics::Lexical) {
         names.extend(NeuralScores::NAMES);
     }
-    if matches!(metrics, MetricSet::All) {
+    if matches!(metrics, ScoreMetrics::All) {
         names.push("composite");
     }
     names
 }
 
 pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
-    let neural = !matches!(args.metrics, MetricSet::Lexical);
+    let neural = !matches!(args.metrics, ScoreMetrics::Lexical);
     if !neural && args.models.any() {
         bail!("--bertscore-model, --bertscore-layer and --embedding-model apply to --metrics neural or all");
     }
@@ -124,7 +125,12 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
             .keys()
             .flat_map(|&task| {
                 let predicted = predictions.texts(task).to_vec();
-                references.texts(task).iter().zip(predicted).enumerate().map(move |(i, (r, p))| (task, i + 1, p, r.as_str()))
+                references
+                    .texts(task)
+                    .iter()
+                    .zip(predicted)
+                    .enumerate()
+                    .map(move |(i, (r, p))| (task, i + 1, p, r.as_str()))
             })
             .collect()
     };
@@ -145,11 +151,8 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<()> {
         let values = r.values(args.metrics);
         summary.add(r.task, values.as_deref(), r.outcome == Outcome::EmptyPrediction);
     }
-    let signature = match (args.metrics, neural_signature) {
-        (MetricSet::Lexical, _) | (_, None) => lexical_signature(args.profile),
-        (MetricSet::Neural, Some(n)) => format!("profile:{}|{n}|h2htalk:{VERSION}", args.profile.name()),
-        (MetricSet::All, Some(n)) => format!("{}|{n}", lexical_signature(args.profile)),
-    };
+    let lexical = !matches!(args.metrics, ScoreMetrics::Neural) || neural_signature.is_none();
+    let signature = h2htalk_runner::score::signature(args.profile, lexical, neural_signature.as_deref());
     if let Some(path) = &args.output {
         write_atomically(path, pair_lines(&results, args.metrics, &names).as_bytes())?;
     }
@@ -180,7 +183,7 @@ fn score_all(
 }
 
 /// One JSON object per pair: task, index and the metrics, or `dropped: true`.
-fn pair_lines(results: &[PairResult], metrics: MetricSet, names: &[&str]) -> String {
+fn pair_lines(results: &[PairResult], metrics: ScoreMetrics, names: &[&str]) -> String {
     let mut out = String::with_capacity(results.len() * 200);
     for r in results {
         let mut obj = Map::new();

@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use h2htalk_llm::Config;
+use h2htalk_llm::{Config, ModelRef};
 use h2htalk_runner::models::default_config_path;
 use h2htalk_runner::pipeline::RunOptions;
 use h2htalk_runner::sweep::{SweepSpec, resume, sweep};
 
+use super::args::DbArg;
 use super::run::{EndpointArgs, ProtocolArgs};
 
 #[derive(Args)]
@@ -19,7 +20,7 @@ pub struct SweepArgs {
     /// A model to evaluate (repeat for several): `local:...`, `openai:NAME` (all at --base-url), or a
     /// name in the config file.
     #[arg(long = "model", value_name = "SPEC")]
-    models: Vec<String>,
+    models: Vec<ModelRef>,
     /// Every `[[model]]` of the config file, in file order (after any --model).
     #[arg(long)]
     all_models: bool,
@@ -31,9 +32,8 @@ pub struct SweepArgs {
     /// complete runs are reused, interrupted ones resumed, missing ones started.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["name", "models", "all_models"])]
     resume: Option<String>,
-    /// The run store (SQLite).
-    #[arg(long, default_value = "runs/h2htalk.db")]
-    db: PathBuf,
+    #[command(flatten)]
+    store: DbArg,
     /// Where reports go (default: `reports/` beside the store; the sweep's in `sweep-NAME/`).
     #[arg(long, value_name = "DIR")]
     report_dir: Option<PathBuf>,
@@ -48,7 +48,7 @@ pub struct SweepArgs {
 pub fn run(args: SweepArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let options = RunOptions {
-        db: args.db.clone(),
+        db: args.store.db.clone(),
         report_dir: args.report_dir.clone(),
         quiet: args.quiet || args.json,
         lane: None,
@@ -62,13 +62,16 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
                     anyhow::anyhow!("--all-models needs a config file: give --config FILE or put h2htalk.toml here")
                 })?;
                 let cfg = Config::load(&path)?;
-                models.extend(cfg.model.iter().map(|m| m.name.clone()).filter(|n| !args.models.contains(n)));
+                let named = cfg.model.iter().map(|m| ModelRef::Named(m.name.clone()));
+                models.extend(named.filter(|n| !args.models.contains(n)));
             }
+            // The template's model is replaced by each member's (the runner refuses a sweep of none).
+            let first = models.first().cloned().unwrap_or_else(h2htalk_runner::models::default_model);
             let requests = models.into_iter().map(|m| args.endpoint.request(m)).collect();
             let spec = SweepSpec {
                 name: args.name.clone().expect("clap requires --name"),
                 models: requests,
-                run: args.protocol.new_run(args.endpoint.request(String::new()))?,
+                run: args.protocol.new_run(args.endpoint.request(first))?,
             };
             rt.block_on(sweep(spec, &options))?
         }

@@ -19,8 +19,53 @@ use crate::error::{DataError, Result};
 /// The name of a suite without a `suite.json` (ours, embedded or exported).
 pub const DEFAULT_NAME: &str = "h2htalk";
 
+/// The folders of a suite: their names are spelled here and nowhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// `scenarios/<stem>.jsonl`, one file per sub-task.
+    Scenarios,
+    /// `safety/sap_safety.<lang>.jsonl`.
+    Safety,
+    /// `personas/<id>.json`.
+    Personas,
+    /// `templates/<lang>/<stem>.j2`.
+    Templates,
+    /// `sap/principles.json`.
+    Sap,
+    /// `judge/<lang>.json`: the judge's and the simulator's texts.
+    Judge,
+    /// `rules/safety.json`: the safety rules' phrases.
+    Rules,
+    /// `simulator/<id>.json`: the simulated users.
+    Simulator,
+    /// `annotation/first.jsonl`, `annotation/second.jsonl`: two independent tag annotations.
+    Annotation,
+}
+
+impl Part {
+    /// The folder's name.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Part::Scenarios => "scenarios",
+            Part::Safety => "safety",
+            Part::Personas => "personas",
+            Part::Templates => "templates",
+            Part::Sap => "sap",
+            Part::Judge => "judge",
+            Part::Rules => "rules",
+            Part::Simulator => "simulator",
+            Part::Annotation => "annotation",
+        }
+    }
+
+    /// Whether a suite that lacks the part takes it from the suite it inherits.
+    pub fn inherited(self) -> bool {
+        INHERITED_PARTS.contains(&self)
+    }
+}
+
 /// The parts of a suite that may come from an inherited suite.
-pub const INHERITED_PARTS: [&str; 4] = ["templates", "sap", "judge", "rules"];
+pub const INHERITED_PARTS: [Part; 4] = [Part::Templates, Part::Sap, Part::Judge, Part::Rules];
 
 /// Environment variable naming the official data directory (the release's reference files).
 pub const REFERENCES_ENV: &str = "H2HTALK_REFERENCES";
@@ -68,14 +113,17 @@ impl SuiteConfig {
     }
 }
 
-/// The directory that holds `part` (one of [`INHERITED_PARTS`]) for the suite in `dir`: the
-/// suite's own when it has one, else the inherited suite's. When no suite in the chain has it, the
+/// The directory that holds `part` for the suite in `dir`: the suite's own when it has one, else,
+/// for a part of [`INHERITED_PARTS`], the inherited suite's. When no suite in the chain has it, the
 /// suite's own path (the error of whoever reads it names that path).
-pub fn part_dir(dir: &Path, part: &str) -> Result<PathBuf> {
-    debug_assert!(INHERITED_PARTS.contains(&part), "{part} is not an inherited part");
+pub fn part_dir(dir: &Path, part: Part) -> Result<PathBuf> {
+    let name = part.dir_name();
+    if !part.inherited() {
+        return Ok(dir.join(name));
+    }
     let mut current = dir.to_path_buf();
     for _ in 0..MAX_DEPTH {
-        let candidate = current.join(part);
+        let candidate = current.join(name);
         if candidate.exists() {
             return Ok(candidate);
         }
@@ -92,7 +140,7 @@ pub fn part_dir(dir: &Path, part: &str) -> Result<PathBuf> {
                 }
                 current = next;
             }
-            None => return Ok(dir.join(part)),
+            None => return Ok(dir.join(name)),
         }
     }
     Err(DataError::line(

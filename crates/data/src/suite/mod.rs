@@ -6,6 +6,7 @@ mod config;
 mod constraints;
 pub mod embedded;
 mod model;
+pub mod profiles;
 pub mod stats;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -15,10 +16,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use config::{DEFAULT_NAME, INHERITED_PARTS, Part, REFERENCES_ENV, SuiteConfig, default_references, part_dir};
 pub use constraints::{
-    answer_violations, char_len, has_action, memory_blocks, sub_schedule, timed_plan, without_actions,
+    FormatCheckName, answer_violations, char_len, has_action, memory_blocks, sub_schedule, timed_plan, without_actions,
 };
-pub use config::{DEFAULT_NAME, INHERITED_PARTS, REFERENCES_ENV, SuiteConfig, default_references, part_dir};
 pub use model::*;
 
 use crate::error::{DataError, Result};
@@ -67,6 +68,27 @@ impl Suite {
 
     pub fn is_safety(scenario: &Scenario) -> bool {
         scenario.tags.risk.is_some()
+    }
+
+    /// The directory of one of the suite's parts (an inherited part from the suite it inherits
+    /// when this one lacks it).
+    pub fn part(&self, part: Part) -> Result<PathBuf> {
+        part_dir(&self.dir, part)
+    }
+
+    /// Whether the suite has simulated users (`--simulate` needs some).
+    pub fn has_profiles(&self) -> bool {
+        self.dir.join(Part::Simulator.dir_name()).is_dir()
+    }
+
+    /// Every simulated user of the suite, checked ([`profiles::load_profiles`]).
+    pub fn profiles(&self) -> Result<Vec<profiles::UserProfile>> {
+        profiles::load_profiles(&self.dir.join(Part::Simulator.dir_name()), self)
+    }
+
+    /// One simulated user of the suite, checked ([`profiles::load_profile`]).
+    pub fn profile(&self, id: &str) -> Result<profiles::UserProfile> {
+        profiles::load_profile(&self.dir.join(Part::Simulator.dir_name()).join(format!("{id}.json")), self)
     }
 
     /// The name and fingerprint that identify the suite in a scoring signature
@@ -126,7 +148,7 @@ pub fn load_suite_with(dir: &Path, references: Option<&Path>) -> Result<Suite> {
     let mut hasher = Sha256::new();
     // Cards that exist but failed to load: their scenarios are not reported again.
     let mut broken_cards = BTreeSet::new();
-    let personas = load_personas(&dir.join("personas"), &mut problems, &mut hasher, &mut broken_cards)?;
+    let personas = load_personas(&dir.join(Part::Personas.dir_name()), &mut problems, &mut hasher, &mut broken_cards)?;
     let mut scenarios = Vec::new();
     for (kind, path) in scenario_files(dir)? {
         for line in read_objects(&path)? {
@@ -255,7 +277,7 @@ fn load_personas(
 
 fn scenario_files(dir: &Path) -> Result<Vec<(FileKind, PathBuf)>> {
     let mut files = Vec::new();
-    let scenarios = dir.join("scenarios");
+    let scenarios = dir.join(Part::Scenarios.dir_name());
     let mut found: BTreeMap<Task, PathBuf> = BTreeMap::new();
     for entry in std::fs::read_dir(&scenarios).map_err(|e| DataError::io(&scenarios, e))? {
         let path = entry.map_err(|e| DataError::io(&scenarios, e))?.path();
@@ -269,7 +291,7 @@ fn scenario_files(dir: &Path) -> Result<Vec<(FileKind, PathBuf)>> {
         found.insert(task, path);
     }
     files.extend(found.into_iter().map(|(t, p)| (FileKind::SubTask(t), p)));
-    let safety = dir.join("safety");
+    let safety = dir.join(Part::Safety.dir_name());
     if safety.is_dir() {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&safety)
             .map_err(|e| DataError::io(&safety, e))?
@@ -380,7 +402,11 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
                 problems.at(src, "task", "a safety scenario is a dialogue_base or dialogue_emotion");
             }
             if s.official.is_some() {
-                problems.at(src, "official", "a safety scenario has its own reference; official lines are sub-task items");
+                problems.at(
+                    src,
+                    "official",
+                    "a safety scenario has its own reference; official lines are sub-task items",
+                );
             }
             let suffix = if s.lang == Lang::En { "-en" } else { "" };
             if !id_matches(&s.id, "sap-", suffix) {
@@ -415,11 +441,19 @@ fn check_scenario(kind: FileKind, s: &Scenario, problems: &mut Problems) {
         ];
         for (tag, value) in flags {
             if value && !stats::applies(s.task, tag) {
-                problems.at(src, format!("tags.{tag}"), format!("cannot be true in {} (see the tags in suites/FORMAT.md)", s.task));
+                problems.at(
+                    src,
+                    format!("tags.{tag}"),
+                    format!("cannot be true in {} (see the tags in suites/FORMAT.md)", s.task),
+                );
             }
         }
         if s.task == Task::RecollectionInitialize && !s.tags.multi_session {
-            problems.at(src, "tags.multi_session", "is always true in recollection_initialize (the greeting builds on an earlier session)");
+            problems.at(
+                src,
+                "tags.multi_session",
+                "is always true in recollection_initialize (the greeting builds on an earlier session)",
+            );
         }
     }
     check_inputs(s, problems);
@@ -439,7 +473,11 @@ fn complete_official(scenarios: &mut [Scenario], refs: &TaskDir, problems: &mut 
         let Some(o) = &s.official else { continue };
         let at = format!("official reference {} line {}", o.stem, o.line);
         if o.stem != s.task.stem() {
-            problems.at(&s.source, "official.stem", format!("`{}` is not this scenario's sub-task `{}`", o.stem, s.task));
+            problems.at(
+                &s.source,
+                "official.stem",
+                format!("`{}` is not this scenario's sub-task `{}`", o.stem, s.task),
+            );
             continue;
         }
         let texts = refs.texts(s.task);
@@ -600,7 +638,9 @@ fn check_sessions(s: &Scenario, sessions: &[Session], date: Option<Date>, proble
     let src = &s.source;
     match (sessions.is_empty(), date) {
         (true, Some(_)) => problems.at(src, "inputs.date", "is given without `sessions`; give both or neither"),
-        (false, None) => problems.at(src, "inputs.date", "is missing: with `sessions`, give the date of the current conversation"),
+        (false, None) => {
+            problems.at(src, "inputs.date", "is missing: with `sessions`, give the date of the current conversation")
+        }
         _ => {}
     }
     let mut previous: Option<Date> = None;
@@ -658,7 +698,12 @@ fn check_suite(
             problems.at(
                 &s.source,
                 "inputs",
-                format!("the same inputs as `{}` ({}:{}); every scenario needs its own", first.id, first.source.path.display(), first.source.line),
+                format!(
+                    "the same inputs as `{}` ({}:{}); every scenario needs its own",
+                    first.id,
+                    first.source.path.display(),
+                    first.source.line
+                ),
             );
         }
         match personas.get(&s.persona) {

@@ -273,7 +273,7 @@ impl From<Importance> for u8 {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
     pub content: String,
@@ -608,5 +608,3 @@ pub struct Scenario {
     #[serde(skip)]
     pub source: Source,
 }
-
-

@@ -1,0 +1,197 @@
+//! Runs read from the store: every item with its generation and scores, validated.
+
+pub mod rows;
+pub mod tags;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use h2htalk_data::ChatMessage;
+use h2htalk_metrics::{COMPOSITE_WEIGHTS, composite_of};
+use h2htalk_store::{GenerationStatus, RunRow, ScoreOutcome, Store};
+
+use crate::ReportError;
+
+/// Where an item's generation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generation {
+    /// Not generated yet (the run was stopped; `--resume` finishes it).
+    Pending,
+    Generated,
+    Failed,
+}
+
+/// Where an item's scoring stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scoring {
+    /// No score row (not generated, failed, or generated but not scored yet).
+    Unscored,
+    /// Scored (`strict` also scores an empty answer, at 0: `EmptyPrediction`).
+    Scored,
+    EmptyPrediction,
+    /// Not scored by the profile (an empty side).
+    Dropped,
+}
+
+impl Scoring {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scoring::Unscored => "unscored",
+            Scoring::Scored => "scored",
+            Scoring::EmptyPrediction => "empty_prediction",
+            Scoring::Dropped => "dropped",
+        }
+    }
+
+    /// Whether the item carries metric values.
+    pub fn has_values(self) -> bool {
+        matches!(self, Scoring::Scored | Scoring::EmptyPrediction)
+    }
+}
+
+/// One item of a run, joined from `items`, `generations` and `scores`.
+#[derive(Clone, Debug)]
+pub struct ItemRecord {
+    pub scenario_id: String,
+    pub task: String,
+    pub lang: String,
+    /// The messages the model got.
+    pub prompt: Vec<ChatMessage>,
+    pub reference: String,
+    pub generation: Generation,
+    pub answer: Option<String>,
+    /// A failure's kind and message.
+    pub error: Option<String>,
+    /// A failure's kind alone.
+    pub error_kind: Option<String>,
+    /// Tokens of the generation as reported (`None`: unknown, or not generated).
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// Whether a generation is recorded with unknown usage.
+    pub unknown_usage: bool,
+    /// Fault classes met while generating.
+    pub faults: Vec<String>,
+    pub scoring: Scoring,
+    /// Metric name → value; the composite is added when the nine metrics it weighs are present
+    /// and the store has none.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// A run with all its items.
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    pub run: RunRow,
+    pub items: Vec<ItemRecord>,
+    /// The scoring signatures of its scores (one, unless it was scored in parts).
+    pub signatures: BTreeSet<String>,
+    /// Whether the composite was computed here from the nine metrics (rather than stored).
+    pub composite_computed: bool,
+}
+
+/// Reads runs `ids` (all runs, oldest first, when empty) from `store`. `db` names the file in errors.
+pub fn load_runs(store: &Store, db: &str, ids: &[String]) -> Result<Vec<RunRecord>, ReportError> {
+    let rows: Vec<RunRow> = if ids.is_empty() {
+        let all = store.runs()?;
+        if all.is_empty() {
+            return Err(ReportError::NoRuns { db: db.to_string() });
+        }
+        all
+    } else {
+        let mut seen = BTreeSet::new();
+        let mut rows = Vec::new();
+        for id in ids {
+            if !seen.insert(id.as_str()) {
+                return Err(ReportError::Usage(format!("run `{id}` is named twice; name each run once")));
+            }
+            rows.push(store.run(id)?.ok_or_else(|| ReportError::NoRun { db: db.to_string(), id: id.clone() })?);
+        }
+        rows
+    };
+    rows.into_iter().map(|run| load_run(store, db, run)).collect()
+}
+
+fn load_run(store: &Store, _db: &str, run: RunRow) -> Result<RunRecord, ReportError> {
+    let mut signatures = BTreeSet::new();
+    let mut composite_computed = false;
+    let mut items = Vec::new();
+    for record in store.records(&run.id)? {
+        let (generation, answer, error) = match &record.generation {
+            None => (Generation::Pending, None, None),
+            Some(g) => match g.status {
+                GenerationStatus::Generated => (Generation::Generated, g.text.clone(), None),
+                GenerationStatus::Failed => (Generation::Failed, None, g.failure()),
+            },
+        };
+        let (scoring, metrics) = match record.score {
+            None => (Scoring::Unscored, BTreeMap::new()),
+            Some(s) => {
+                signatures.insert(s.signature.clone());
+                let scoring = match s.outcome {
+                    ScoreOutcome::Scored => Scoring::Scored,
+                    ScoreOutcome::EmptyPrediction => Scoring::EmptyPrediction,
+                    ScoreOutcome::Dropped => Scoring::Dropped,
+                };
+                // The store refuses metric values that are not finite numbers, values on a dropped
+                // item and a scored item without values.
+                let mut metrics = s.metrics;
+                if !metrics.contains_key("composite")
+                    && let Some(c) = composite_of(|n| metrics.get(n).copied())
+                {
+                    metrics.insert("composite".into(), c);
+                    composite_computed = true;
+                }
+                (scoring, metrics)
+            }
+        };
+        let g = record.generation.as_ref();
+        let unknown_usage = g.is_some_and(|g| g.input_tokens.is_none() || g.output_tokens.is_none());
+        let input_tokens = g.and_then(|g| g.input_tokens);
+        let output_tokens = g.and_then(|g| g.output_tokens);
+        let error_kind = g.and_then(|g| g.error_kind).map(|k| k.as_str().to_string());
+        let faults = g.map(|g| g.faults.iter().map(|f| f.as_str().to_string()).collect()).unwrap_or_default();
+        let item = record.item;
+        items.push(ItemRecord {
+            error_kind,
+            input_tokens,
+            output_tokens,
+            unknown_usage,
+            faults,
+            scenario_id: item.scenario_id,
+            task: item.task,
+            lang: item.lang.code().to_string(),
+            prompt: item.prompt,
+            reference: item.reference,
+            generation,
+            answer,
+            error,
+            scoring,
+            metrics,
+        });
+    }
+    Ok(RunRecord { run, items, signatures, composite_computed })
+}
+
+/// Metric names in report order: the composite, the neural metrics, the lexical metrics, then any
+/// other name alphabetically.
+pub fn order_metrics<'a>(names: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    const PREFERRED: [&str; 13] = [
+        "composite",
+        "bertscore",
+        "bertscore_p",
+        "bertscore_r",
+        "embedding",
+        "rouge1",
+        "rouge2",
+        "rougeL",
+        "bleu1",
+        "bleu2",
+        "bleu3",
+        "bleu4",
+        "judge",
+    ];
+    let set: BTreeSet<&String> = names.into_iter().collect();
+    let mut out: Vec<String> =
+        PREFERRED.iter().filter(|p| set.iter().any(|s| s.as_str() == **p)).map(|s| s.to_string()).collect();
+    out.extend(set.into_iter().filter(|s| !PREFERRED.contains(&s.as_str())).cloned());
+    debug_assert!(COMPOSITE_WEIGHTS.iter().all(|(n, _)| PREFERRED.contains(n)));
+    out
+}

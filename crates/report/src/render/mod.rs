@@ -1,0 +1,467 @@
+//! The outputs: JSON, Markdown and CSV leaderboards and the self-contained HTML report, all from
+//! one [`Leaderboard`].
+
+pub mod charts;
+pub mod tables;
+pub mod tags;
+
+use std::collections::HashMap;
+
+use minijinja::{Environment, context};
+use serde_json::{Value, json};
+
+use crate::ReportError;
+use crate::compute::leaderboard::Leaderboard;
+use crate::compute::stat::GroupKind;
+use crate::format::{escape_script_json, fmt_ci, fmt_p, fmt4, md};
+use crate::load::{Generation, RunRecord};
+use charts::run_keys;
+
+/// The JSON leaderboard (pretty-printed).
+pub fn to_json(lb: &Leaderboard) -> String {
+    serde_json::to_string_pretty(lb).expect("the leaderboard serialises")
+}
+
+fn ci(s: Option<&crate::compute::stat::MetricStat>) -> String {
+    match s {
+        Some(s) => s.text(),
+        None => "–".into(),
+    }
+}
+
+/// The Markdown leaderboard.
+pub fn to_markdown(lb: &Leaderboard) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let pct = (lb.bootstrap.confidence * 1000.0).round() / 10.0;
+    let _ = writeln!(o, "# H2HTalk leaderboard\n");
+    let _ = writeln!(
+        o,
+        "{pct}% bootstrap intervals, {} resamples, seed {} ({}).\n",
+        lb.bootstrap.resamples, lb.bootstrap.seed, lb.bootstrap.method
+    );
+    let keys = run_keys(lb);
+    let key_of = |id: &str| keys.iter().find(|k| k.id == id).map_or("?", |k| k.key.as_str()).to_string();
+    match &lb.rank_metric {
+        Some(metric) => {
+            let _ = writeln!(o, "## Ranking by `{metric}` over all sub-task items\n");
+            let _ = writeln!(
+                o,
+                "| rank | key | run | model · SAP | {metric} [{pct}% CI] | rank interval | items | scored | failed | dropped | pending |"
+            );
+            let _ = writeln!(o, "|---:|---|---|---|---|---|---:|---:|---:|---:|---:|");
+            for e in &lb.ranking {
+                let c = overall_coverage(lb, &e.run);
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | `{}` | {} | {} {} | {}–{} | {} | {} | {} | {} | {} |",
+                    e.rank,
+                    key_of(&e.run),
+                    e.run,
+                    md(&e.label),
+                    fmt4(e.mean),
+                    fmt_ci(e.lo, e.hi),
+                    e.rank_lo,
+                    e.rank_hi,
+                    c.items,
+                    c.scored,
+                    c.failed,
+                    c.dropped,
+                    c.pending
+                );
+            }
+            for (id, why) in &lb.unranked {
+                let _ = writeln!(o, "\nNot ranked: `{id}` ({why}).");
+            }
+            let _ = writeln!(o);
+            if !lb.comparisons.is_empty() {
+                let _ = writeln!(o, "### Each run against the next (paired bootstrap on shared scenarios)\n");
+                let _ = writeln!(o, "| a | b | shared | a − b [{pct}% CI] | p |");
+                let _ = writeln!(o, "|---|---|---:|---|---:|");
+                for c in &lb.comparisons {
+                    let _ = writeln!(
+                        o,
+                        "| {} | {} | {} | {} {} | {} |",
+                        key_of(&c.a),
+                        key_of(&c.b),
+                        c.paired.n,
+                        fmt4(c.paired.diff.mean),
+                        fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
+                        fmt_p(c.paired.p_value)
+                    );
+                }
+                let _ = writeln!(o);
+            }
+            if !lb.sap.is_empty() {
+                let _ = writeln!(o, "## SAP on against SAP off (`{metric}`, on − off, paired)\n");
+                let _ = writeln!(o, "| model | group | shared | on | off | on − off [{pct}% CI] | p |");
+                let _ = writeln!(o, "|---|---|---:|---:|---:|---|---:|");
+                for s in &lb.sap {
+                    for c in &s.comparisons {
+                        let _ = writeln!(
+                            o,
+                            "| {} | {} | {} | {} | {} | {} {} | {} |",
+                            md(&s.model),
+                            c.group,
+                            c.paired.n,
+                            fmt4(c.paired.mean_a),
+                            fmt4(c.paired.mean_b),
+                            fmt4(c.paired.diff.mean),
+                            fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
+                            fmt_p(c.paired.p_value)
+                        );
+                    }
+                }
+                let _ = writeln!(o);
+            }
+        }
+        None => {
+            let _ = writeln!(o, "No run has metric values yet: nothing to rank.\n");
+        }
+    }
+    let _ = writeln!(o, "## Runs\n");
+    for k in &keys {
+        let r = lb.runs.iter().find(|r| r.id == k.id).expect("keyed run");
+        let _ = writeln!(o, "### {} `{}`: {}\n", k.key, r.id, md(&r.label));
+        let _ = writeln!(
+            o,
+            "Created {}, status {}; signatures: {}.\n",
+            r.created_at,
+            r.status,
+            md(&r.signatures.join("; "))
+        );
+        let metrics: Vec<&String> =
+            lb.metrics.iter().filter(|m| r.groups.iter().any(|g| g.metrics.contains_key(*m))).collect();
+        let _ = write!(o, "| group | items | scored | failed | dropped | pending |");
+        for m in &metrics {
+            let _ = write!(o, " {m} |");
+        }
+        let _ = write!(o, "\n|---|---:|---:|---:|---:|---:|");
+        for _ in &metrics {
+            let _ = write!(o, "---|");
+        }
+        let _ = writeln!(o);
+        for g in &r.groups {
+            let c = g.coverage;
+            let name = if g.kind == GroupKind::Task { g.group.clone() } else { format!("**{}**", g.group) };
+            let _ = write!(o, "| {name} | {} | {} | {} | {} | {} |", c.items, c.scored, c.failed, c.dropped, c.pending);
+            for m in &metrics {
+                let _ = write!(o, " {} |", ci(g.metrics.get(*m)));
+            }
+            let _ = writeln!(o);
+        }
+        let _ = writeln!(o);
+    }
+    o.push_str(&assessments_markdown(lb));
+    // Findings by tag (crate::tags).
+    o.push_str(&crate::render::tags::to_markdown(lb));
+    o
+}
+
+/// The assessments part of `leaderboard.md`: each run's sections, then the SAP on − off safety table.
+fn assessments_markdown(lb: &Leaderboard) -> String {
+    use crate::render::tables::{run_markdown, sap_safety_table, table_markdown};
+    if lb.assessments.runs.is_empty() {
+        return String::new();
+    }
+    let pct = crate::pct(lb.bootstrap.confidence);
+    let keys = run_keys(lb);
+    let mut o = String::from("## Assessments: format checks, judge, safety, simulator, tokens and cost\n\n");
+    for k in &keys {
+        if let Some(a) = lb.assessments.run(&k.id) {
+            o.push_str(&format!("### {} `{}`: {}\n\n", k.key, k.id, md(&k.label)));
+            o.push_str(&run_markdown(a, &pct));
+        }
+    }
+    if let Some(t) = sap_safety_table(&lb.assessments, &pct) {
+        o.push_str(&table_markdown(&t));
+    }
+    o
+}
+
+/// The CSV leaderboard: one row per run, group and metric (a group without values has one row
+/// with the metric fields empty).
+pub fn to_csv(lb: &Leaderboard) -> Result<String, ReportError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let e = |e: csv::Error| ReportError::Render(format!("CSV: {e}"));
+    w.write_record([
+        "run_id",
+        "label",
+        "model",
+        "sap",
+        "group",
+        "kind",
+        "metric",
+        "n",
+        "mean",
+        "ci_lo",
+        "ci_hi",
+        "items",
+        "generated",
+        "failed",
+        "pending",
+        "scored",
+        "empty_predictions",
+        "dropped",
+        "unscored",
+    ])
+    .map_err(e)?;
+    for r in &lb.runs {
+        for g in &r.groups {
+            let c = g.coverage;
+            let kind = serde_json::to_value(g.kind).expect("kind").as_str().unwrap().to_string();
+            let cov = [c.items, c.generated, c.failed, c.pending, c.scored, c.empty_predictions, c.dropped, c.unscored]
+                .map(|v| v.to_string());
+            let head = [
+                r.id.clone(),
+                r.label.clone(),
+                r.model.clone(),
+                r.sap.clone().unwrap_or_default(),
+                g.group.clone(),
+                kind,
+            ];
+            let rows: Vec<[String; 5]> = if g.metrics.is_empty() {
+                vec![Default::default()]
+            } else {
+                lb.metrics
+                    .iter()
+                    .filter_map(|m| {
+                        g.metrics.get(m).map(|s| {
+                            [
+                                m.clone(),
+                                s.n.to_string(),
+                                crate::format::exact(s.mean),
+                                s.lo.map(crate::format::exact).unwrap_or_default(),
+                                s.hi.map(crate::format::exact).unwrap_or_default(),
+                            ]
+                        })
+                    })
+                    .collect()
+            };
+            for row in rows {
+                w.write_record(head.iter().chain(row.iter()).chain(cov.iter())).map_err(e)?;
+            }
+        }
+    }
+    // The assessments, one row per figure: `kind` is the section (`format_checks`, `judge:NAME`,
+    // `safety:NAME`, `simulator`, `simulator_trajectory`, `usage`, `sap_safety`), `metric` the
+    // figure's key, `mean` its value (empty: not available); coverage columns stay empty.
+    let pct = crate::pct(lb.bootstrap.confidence);
+    for (run, f) in crate::render::tables::figures(&lb.assessments, &pct) {
+        let r = lb.runs.iter().find(|r| r.id == run);
+        let opt = |v: Option<f64>| v.map(crate::format::exact).unwrap_or_default();
+        let mut row = vec![
+            run.clone(),
+            r.map(|r| r.label.clone()).unwrap_or_default(),
+            r.map(|r| r.model.clone()).unwrap_or_default(),
+            r.and_then(|r| r.sap.clone()).unwrap_or_default(),
+            f.group.clone(),
+            f.section.clone(),
+            f.key.clone(),
+            f.n.map(|n| n.to_string()).unwrap_or_default(),
+            opt(f.value),
+            opt(f.lo),
+            opt(f.hi),
+        ];
+        row.extend(std::iter::repeat_n(String::new(), 8));
+        w.write_record(&row).map_err(e)?;
+    }
+    // Findings by tag (crate::tags): kinds `tag` and `tag_difference`.
+    for row in crate::render::tags::csv_rows(lb) {
+        w.write_record(&row).map_err(e)?;
+    }
+    String::from_utf8(w.into_inner().map_err(|e| ReportError::Render(format!("CSV: {e}")))?)
+        .map_err(|e| ReportError::Render(format!("CSV: {e}")))
+}
+
+/// The viewer's data: every item of every run, texts interned in one string table (system prompts
+/// and references repeat across runs).
+pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord]) -> Value {
+    let mut table: Vec<String> = Vec::new();
+    let mut idx: HashMap<String, usize> = HashMap::new();
+    let mut put = |s: &str| -> usize {
+        if let Some(i) = idx.get(s) {
+            return *i;
+        }
+        table.push(s.to_string());
+        idx.insert(s.to_string(), table.len() - 1);
+        table.len() - 1
+    };
+    let keys = run_keys(lb);
+    let tasks: Vec<String> = {
+        let mut t: Vec<String> = lb.tasks.iter().map(|(t, _)| t.clone()).collect();
+        for r in runs {
+            for i in &r.items {
+                if !t.contains(&i.task) {
+                    t.push(i.task.clone());
+                }
+            }
+        }
+        t
+    };
+    let mut items = Vec::new();
+    for k in &keys {
+        let run = runs.iter().find(|r| r.run.id == k.id).expect("keyed run");
+        let run_index = keys.iter().position(|x| x.id == run.run.id).expect("keyed run");
+        for it in &run.items {
+            let prompt: Vec<Value> = it.prompt.iter().map(|m| json!([m.role, put(&m.content)])).collect();
+            let gen_code = match it.generation {
+                Generation::Pending => 0,
+                Generation::Generated => 1,
+                Generation::Failed => 2,
+            };
+            let scores: Vec<Value> =
+                lb.metrics.iter().map(|m| it.metrics.get(m).map_or(Value::Null, |v| json!(v))).collect();
+            items.push(json!([
+                run_index,
+                tasks.iter().position(|t| *t == it.task).unwrap(),
+                it.scenario_id,
+                it.lang,
+                gen_code,
+                it.scoring.name(),
+                prompt,
+                it.answer.as_deref().map_or(Value::Null, |a| json!(put(a))),
+                put(&it.reference),
+                scores,
+                it.error.as_deref().map_or(Value::Null, |e| json!(put(e))),
+            ]));
+        }
+    }
+    json!({
+        "fields": ["run", "task", "scenario_id", "lang", "generation", "scoring", "prompt", "answer", "reference", "scores", "error"],
+        "generation": ["pending", "generated", "failed"],
+        "runs": keys,
+        "tasks": tasks,
+        "metrics": lb.metrics,
+        "strings": table,
+        "items": items,
+    })
+}
+
+const TEMPLATE: &str = include_str!("../../templates/report.html");
+
+const STYLE: &str = include_str!("../../templates/report.css");
+
+const SCRIPT: &str = include_str!("../../templates/report.js");
+
+const TAGS_TEMPLATE: &str = include_str!("../../templates/tags.html");
+
+const SIDE_TEMPLATE: &str = include_str!("../../templates/side_by_side.html");
+
+const SIDE_SCRIPT: &str = include_str!("../../templates/side_by_side.js");
+
+/// The self-contained HTML report: charts as inline SVG, the leaderboard and the transcripts as
+/// JSON inside `<script type="application/json">`, no external resource of any kind.
+pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportError> {
+    let mut env = Environment::new();
+    env.add_template("report.html", TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
+    // Findings by tag and the side-by-side viewer (crate::tags), included by report.html.
+    env.add_template("tags.html", TAGS_TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
+    env.add_template("side_by_side.html", SIDE_TEMPLATE)
+        .map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
+    let tmpl = env.get_template("report.html").map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
+    let metric = lb.rank_metric.clone().unwrap_or_default();
+    let keys = run_keys(lb);
+    let runs_view: Vec<Value> = keys
+        .iter()
+        .map(|k| {
+            let r = lb.runs.iter().find(|r| r.id == k.id).unwrap();
+            let metrics: Vec<&String> = lb.metrics.iter().filter(|m| r.groups.iter().any(|g| g.metrics.contains_key(*m))).collect();
+            let groups: Vec<Value> = r
+                .groups
+                .iter()
+                .map(|g| {
+                    json!({
+                        "group": g.group,
+                        "kind": g.kind,
+                        "coverage": g.coverage,
+                        "cells": metrics.iter().map(|m| match g.metrics.get(*m) {
+                            Some(s) => json!({"text": fmt4(s.mean), "ci": fmt_ci(s.lo, s.hi), "n": s.n, "mean": crate::format::exact(s.mean)}),
+                            None => json!(null),
+                        }).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            json!({
+                "key": k.key, "id": r.id, "label": r.label, "model": r.model, "sap": r.sap, "created_at": r.created_at,
+                "status": r.status, "signatures": r.signatures, "composite_computed": r.composite_computed,
+                "metrics": metrics, "groups": groups,
+                "provenance": serde_json::to_string_pretty(&r.provenance).unwrap(),
+            })
+        })
+        .collect();
+    let key_of = |id: &str| keys.iter().find(|k| k.id == id).map_or("?".to_string(), |k| k.key.clone());
+    let ranking: Vec<Value> = lb
+        .ranking
+        .iter()
+        .map(|e| {
+            let c = overall_coverage(lb, &e.run);
+            json!({"rank": e.rank, "key": key_of(&e.run), "run": e.run, "label": e.label, "mean": crate::format::exact(e.mean),
+                   "text": fmt4(e.mean), "ci": fmt_ci(e.lo, e.hi), "rank_lo": e.rank_lo,
+                   "rank_hi": e.rank_hi, "coverage": c})
+        })
+        .collect();
+    let cmp = |c: &crate::leaderboard::Comparison| {
+        json!({"a": key_of(&c.a), "b": key_of(&c.b), "group": c.group, "n": c.paired.n,
+               "mean_a": fmt4(c.paired.mean_a), "mean_b": fmt4(c.paired.mean_b), "diff": fmt4(c.paired.diff.mean),
+               "diff_exact": crate::format::exact(c.paired.diff.mean),
+               "ci": fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
+               "p": fmt_p(c.paired.p_value),
+               "significant": c.paired.diff.lo.is_some_and(|lo| lo > 0.0) || c.paired.diff.hi.is_some_and(|hi| hi < 0.0)})
+    };
+    let sap: Vec<Value> = lb
+        .sap
+        .iter()
+        .map(|s| json!({"model": s.model, "on": key_of(&s.on), "off": key_of(&s.off), "rows": s.comparisons.iter().map(cmp).collect::<Vec<_>>()}))
+        .collect();
+    let assessments = assessments_view(lb);
+    let lb_json = escape_script_json(&serde_json::to_string(lb).expect("the leaderboard serialises"));
+    let tr_json = escape_script_json(&transcripts(lb, runs).to_string());
+    let items: usize = runs.iter().map(|r| r.items.len()).sum();
+    tmpl.render(context! {
+        style => STYLE,
+        script => SCRIPT,
+        lb => lb,
+        metric => metric,
+        pct => format!("{}", (lb.bootstrap.confidence * 1000.0).round() / 10.0),
+        keys => keys,
+        ranking => ranking,
+        unranked => lb.unranked,
+        comparisons => lb.comparisons.iter().map(cmp).collect::<Vec<_>>(),
+        sap => sap,
+        bars => charts::family_bars(lb, &metric),
+        heat => charts::heat_map(lb, &metric),
+        radars => charts::radars(lb, &metric),
+        runs => runs_view,
+        assessments => assessments,
+        items => items,
+        leaderboard_json => lb_json,
+        transcripts_json => tr_json,
+        tags => crate::render::tags::html_view(lb),
+        side_script => SIDE_SCRIPT,
+    })
+    .map_err(|e| ReportError::Render(format!("template: {e:#}")))
+}
+
+/// A run's coverage over all its sub-task items (empty when the run has no overall group).
+fn overall_coverage(lb: &Leaderboard, run: &str) -> crate::leaderboard::Coverage {
+    lb.runs.iter().find(|r| r.id == run).and_then(|r| r.group("overall")).map(|g| g.coverage).unwrap_or_default()
+}
+
+/// The assessments for `report.html`: per run (in key order) its tables, then the SAP on − off
+/// safety table; every figure cell carries `data-fig` (`run|section|group|key`) and `data-value`
+/// (the exact value of `leaderboard.json`).
+fn assessments_view(lb: &Leaderboard) -> Value {
+    use crate::render::tables::{sap_safety_table, tables};
+    let pct = crate::pct(lb.bootstrap.confidence);
+    let table = tables::table_view;
+    let runs: Vec<Value> = run_keys(lb)
+        .iter()
+        .filter_map(|k| {
+            let a = lb.assessments.run(&k.id)?;
+            let ts: Vec<Value> = tables(a, &pct).iter().map(|t| table(&k.id, t)).collect();
+            Some(json!({"key": k.key, "id": k.id, "label": k.label, "tables": ts}))
+        })
+        .collect();
+    json!({"runs": runs, "sap": sap_safety_table(&lb.assessments, &pct).map(|t| table("", &t))})
+}
