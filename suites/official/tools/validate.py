@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Validate staged official-set scenarios.  Usage: python3 validate.py [FILE ...]  (default: all staged files)
+"""Validate official-set scenarios.  Usage: python3 validate.py [FILE ...]  (default: every file in
+scenarios/ beside this folder, or in the staging area's scenarios/ when run there)
 
-Checks shape, hashes, input rules, persona cards, tags, give-away caps, duplicate inputs, and (for
-recollection_synthesize) that the history holds each memory the reference lists.  Prints one line per
+Checks shape, hashes, input rules, persona cards (personas/ beside this folder or beside the
+scenarios), tags (and the flags FORMAT.md's table lets be true per sub-task), earlier sessions
+(`sessions` + `date`, dialogue_* and recollection_synthesize only: both or neither, 1 to 3 sessions of
+4 to 10 turns, dated oldest first, each before `date`; in dialogue_* present exactly when
+multi_session is true), give-away caps, duplicate inputs, and (for recollection_synthesize) that the
+history holds each memory the reference lists.  Prints one line per
 problem as  FILE:LINE: id: field: message  and a summary; exit 1 if any problem.
 """
 import glob, hashlib, json, os, re, sys, datetime
@@ -25,6 +30,14 @@ KEYS = {
     "itinerary_initialize": ["itinerary", "now", "memories"],
 }
 NKI = "未提取到关键信息。"
+SESSION_STEMS = ("dialogue_base", "dialogue_emotion", "dialogue_schedule", "recollection_synthesize")
+DIALOGUE = ("dialogue_base", "dialogue_emotion", "dialogue_schedule")
+# FORMAT.md, "Which flags can be true in which sub-task"
+APPLIES = {
+    "implicit_need": set(DIALOGUE) | {"itinerary_feedback"},
+    "changing_need": set(DIALOGUE),
+    "multi_session": set(SESSION_STEMS) | {"recollection_initialize", "itinerary_basic", "itinerary_initialize"},
+}
 
 def refs(stem):
     out = []
@@ -121,7 +134,10 @@ def main(files):
     p = P()
     caps = own_caps()
     personas = {}
-    for f in glob.glob(os.path.join(HERE, "personas", "*.json")):
+    pdir = os.path.join(HERE, "personas")
+    if not os.path.isdir(pdir):
+        pdir = os.path.join(HERE, "..", "personas")
+    for f in glob.glob(os.path.join(pdir, "*.json")):
         try:
             c = json.load(open(f, encoding="utf-8"))
             personas[c["id"]] = c
@@ -176,9 +192,37 @@ def main(files):
                 for k in ("implicit_need", "changing_need", "multi_session"):
                     if not isinstance(t[k], bool): p(w, f"tags.{k}", "true or false")
                 if t["risk"] is not None: p(w, "tags.risk", "null")
+                for k, stems in APPLIES.items():
+                    if t[k] is True and stem not in stems:
+                        p(w, f"tags.{k}", f"cannot be true in {stem} (FORMAT.md's table)")
+                if stem == "recollection_initialize" and t["multi_session"] is not True:
+                    p(w, "tags.multi_session", "always true in recollection_initialize")
             i = s["inputs"]
-            if not isinstance(i, dict) or sorted(i) != sorted(KEYS[stem]):
-                p(w, "inputs", f"exactly {KEYS[stem]}"); continue
+            extra = sorted(set(i) - set(KEYS[stem])) if isinstance(i, dict) else []
+            if not isinstance(i, dict) or not set(KEYS[stem]) <= set(i) or \
+                    (extra and (stem not in SESSION_STEMS or extra != ["date", "sessions"])):
+                p(w, "inputs", f"exactly {KEYS[stem]}" + (" (and optionally both sessions and date)" if stem in SESSION_STEMS else "")); continue
+            if extra:
+                d = date(i["date"])
+                if d is None: p(w, "inputs.date", "YYYY-MM-DD")
+                se = i["sessions"]
+                if not isinstance(se, list) or not 1 <= len(se) <= 3:
+                    p(w, "inputs.sessions", "a list of 1 to 3 earlier sessions")
+                else:
+                    prev = None
+                    for k, x in enumerate(se):
+                        f2 = f"inputs.sessions[{k}]"
+                        if not isinstance(x, dict) or set(x) != {"date", "history"} or date(x.get("date")) is None:
+                            p(w, f2, "{date: YYYY-MM-DD, history: [...]}"); continue
+                        check_history(p, w, f2 + ".history", x["history"], False)
+                        if isinstance(x["history"], list) and not 4 <= len(x["history"]) <= 10:
+                            p(w, f2 + ".history", "4 to 10 turns")
+                        xd = date(x["date"])
+                        if prev is not None and xd <= prev: p(w, f2 + ".date", "sessions oldest first, each on a later day")
+                        if d is not None and xd >= d: p(w, f2 + ".date", "before the current `date`")
+                        prev = xd
+            if stem in DIALOGUE and isinstance(t, dict) and t.get("multi_session") is not bool(extra):
+                p(w, "tags.multi_session", "true exactly when the inputs carry earlier `sessions`")
             key = json.dumps(i, ensure_ascii=False, sort_keys=True)
             if key in seen.values():
                 p(w, "inputs", "same inputs as another scenario")
@@ -243,5 +287,6 @@ def main(files):
     return 1 if p.n else 0
 
 if __name__ == "__main__":
-    files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "scenarios", "*.jsonl")))
+    files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "scenarios", "*.jsonl"))) \
+        or sorted(glob.glob(os.path.join(HERE, "..", "scenarios", "*.jsonl")))
     sys.exit(main(files))
