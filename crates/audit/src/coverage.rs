@@ -190,3 +190,118 @@ pub fn suite_statistics(
     }
     Ok(out)
 }
+
+/// What a memory suite holds: users per language, how long their histories are, probes per kind.
+pub fn memory_coverage(memory: &h2htalk_data::suite::memory::MemorySuite) -> String {
+    use h2htalk_data::suite::memory::{LONG, ProbeType};
+    let users: Vec<_> = memory.users.values().collect();
+    let by_lang = |l: Lang| users.iter().filter(|u| u.lang == l).count();
+    let long = users.iter().filter(|u| u.length() >= LONG).count();
+    let sessions: Vec<usize> = users.iter().map(|u| u.sessions.len()).collect();
+    let chars: usize = users.iter().map(|u| u.length()).sum();
+    let mut out = format!(
+        "memory suite: {} users (zh {}, en {}), {long} with histories of {LONG} characters or more; {}-{} sessions \
+         a user; {chars} characters in all; fingerprint {}\n",
+        users.len(),
+        by_lang(Lang::Zh),
+        by_lang(Lang::En),
+        sessions.iter().min().copied().unwrap_or(0),
+        sessions.iter().max().copied().unwrap_or(0),
+        memory.fingerprint()
+    );
+    let kinds: Vec<String> = ProbeType::ALL
+        .iter()
+        .map(|k| format!("{} {}", k.as_str(), memory.probes.iter().filter(|p| p.kind == *k).count()))
+        .collect();
+    let _ = writeln!(out, "memory probes: {} ({})", memory.probes.len(), kinds.join(", "));
+    out
+}
+
+/// The standard deviation of per-item paired differences between two models on a 0–1 measure that
+/// the minimal detectable differences assume (an observed-variance prior; see docs/suites.md).
+pub const PAIRED_SD_PRIOR: f64 = 0.15;
+
+/// How many hard items a suite holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HardCases {
+    /// Sub-task scenarios (the safety set apart).
+    pub scenarios: usize,
+    pub hidden_changing_need: usize,
+    pub implicit_need: usize,
+    pub multi_session_dated: usize,
+    pub dialogue: usize,
+    /// Dialogue scenarios with 8 or more turns in the current conversation.
+    pub long_dialogue: usize,
+}
+
+/// Counts the hard items of `suite`.
+pub fn hard_cases(suite: &Suite) -> HardCases {
+    use h2htalk_data::suite::Inputs;
+    let mut h = HardCases::default();
+    for s in suite.scenarios.iter().filter(|s| !Suite::is_safety(s)) {
+        h.scenarios += 1;
+        h.hidden_changing_need += usize::from(s.tags.changing_need && !announces_change(s));
+        h.implicit_need += usize::from(s.tags.implicit_need);
+        let dated = match &s.inputs {
+            Inputs::History { sessions, .. } | Inputs::Schedule { sessions, .. } => !sessions.is_empty(),
+            Inputs::Recall { .. } => true,
+            _ => false,
+        };
+        h.multi_session_dated += usize::from(dated);
+        if s.task.family() == h2htalk_data::Family::Dialogue {
+            h.dialogue += 1;
+            let current = match &s.inputs {
+                Inputs::History { history, .. } | Inputs::Schedule { history, .. } => history.len(),
+                _ => 0,
+            };
+            h.long_dialogue += usize::from(current >= 8);
+        }
+    }
+    h
+}
+
+/// Per hard kind: how many items the suite holds and the smallest difference between two models it
+/// can detect on them (paired, 5% two-sided, 80% power, [`PAIRED_SD_PRIOR`]); and the floors of its
+/// `suite.json` that are not met.
+pub fn hardness(suite: &Suite) -> (String, Vec<String>) {
+    let h = hard_cases(suite);
+    let mdd = |n: usize| {
+        h2htalk_stats::power::min_detectable_difference(n, PAIRED_SD_PRIOR).map_or("n/a".into(), |d| format!("{d:.3}"))
+    };
+    let mut out = format!(
+        "hard cases (the smallest difference two models can show on them: paired, 5%, power 0.8, sd {PAIRED_SD_PRIOR}):\n"
+    );
+    let share = if h.dialogue == 0 { 0.0 } else { h.long_dialogue as f64 / h.dialogue as f64 };
+    for (name, n) in [
+        ("need changes unannounced", h.hidden_changing_need),
+        ("implicit need", h.implicit_need),
+        ("dated earlier sessions", h.multi_session_dated),
+        ("dialogue with 8+ turns now", h.long_dialogue),
+        ("all sub-task scenarios", h.scenarios),
+    ] {
+        let _ = writeln!(out, "  {name:<28} {n:>5}  detectable difference {}", mdd(n));
+    }
+    let _ = writeln!(out, "  dialogue with 8+ turns now: {:.1}% of {} dialogue scenarios", share * 100.0, h.dialogue);
+    let mut failures = Vec::new();
+    if let Some(f) = suite.floors {
+        for (name, n, floor) in [
+            ("scenarios whose need changes unannounced", h.hidden_changing_need, f.hidden_changing_need),
+            ("implicit-need scenarios", h.implicit_need, f.implicit_need),
+            ("scenarios with dated earlier sessions", h.multi_session_dated, f.multi_session_dated),
+        ] {
+            if n < floor {
+                failures.push(format!("{}: {n} {name}, under the suite's floor of {floor} (suite.json)", suite.dir.display()));
+            }
+        }
+        if share < f.long_dialogue_share {
+            failures.push(format!(
+                "{}: {:.1}% of dialogue scenarios have 8+ turns now, under the suite's floor of {:.1}% (suite.json)",
+                suite.dir.display(),
+                share * 100.0,
+                f.long_dialogue_share * 100.0
+            ));
+        }
+        let _ = writeln!(out, "  floors (suite.json): {}", if failures.is_empty() { "met" } else { "NOT met" });
+    }
+    (out, failures)
+}

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use h2htalk_data::suite::{default_references, embedded};
 use h2htalk_data::{DataError, load_suite, load_suite_with};
 
-pub use coverage::{coverage, suite_statistics};
+pub use coverage::{HardCases, coverage, hard_cases, hardness, suite_statistics};
 pub use official::{OfficialCheck, check_official};
 
 /// Errors of an audit: a suite, its templates or its judge texts that cannot be loaded.
@@ -87,7 +87,11 @@ pub fn audit(dir: Option<&Path>, references: Option<&Path>) -> Result<Audit, Aud
             "simulator profiles: none (this suite has no simulator/; --simulate needs a suite that has)"
         );
     }
-    let mut failures = Vec::new();
+    if let Some(memory) = suite.memory()? {
+        text.push_str(&coverage::memory_coverage(&memory));
+    }
+    let (hard, mut failures) = coverage::hardness(&suite);
+    text.push_str(&hard);
     // A suite of official lines: counts, reference breaks and give-away against our suite.
     if suite.official.is_some() {
         let baseline = load_suite(&embedded::dir()?)?;

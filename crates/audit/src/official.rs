@@ -175,20 +175,62 @@ const SELF_DISCLOSURE: [&str; 21] = [
     "最爱",
 ];
 
-/// How much a `未提取到关键信息。` conversation's user may say: small talk and greetings.
-pub const SMALL_TALK_CHARS: usize = 40;
-
 /// Why a `未提取到关键信息。` conversation may hold key information about the user: it uses a
-/// self-disclosure phrase, or its user says more than small talk.
+/// self-disclosure phrase. (Its length says nothing: the hard negatives are long small talk and
+/// emotional talk with nothing to remember; [`LengthRule`] checks that length gives nothing away.)
 fn key_information(history: &[h2htalk_data::suite::Turn]) -> Option<String> {
     use h2htalk_data::suite::Role;
     let user: Vec<&str> = history.iter().filter(|t| t.role == Role::User).map(|t| t.content.as_str()).collect();
-    if let Some(cue) = SELF_DISCLOSURE.iter().find(|c| user.iter().any(|u| u.contains(**c))) {
-        return Some(format!("the user says `{cue}`"));
+    SELF_DISCLOSURE.iter().find(|c| user.iter().any(|u| u.contains(**c))).map(|cue| format!("the user says `{cue}`"))
+}
+
+/// How well the length of the user's side alone tells a `未提取到关键信息。` item from one that
+/// lists memories: the accuracy of the best threshold rule (either direction) on the user's
+/// characters and on the user's turns, against always answering the majority class.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LengthRule {
+    pub items: usize,
+    pub no_key_information: usize,
+    /// Always answering the majority class.
+    pub majority: f64,
+    pub by_chars: f64,
+    pub by_turns: f64,
+}
+
+/// The most a length rule may beat the majority answer by.
+pub const LENGTH_RULE_MAX_ADVANTAGE: f64 = 0.10;
+
+impl LengthRule {
+    /// The best length rule's accuracy above the majority answer's.
+    pub fn advantage(&self) -> f64 {
+        self.by_chars.max(self.by_turns) - self.majority
     }
-    let chars: usize = user.iter().map(|u| u.chars().count()).sum();
-    (chars > SMALL_TALK_CHARS)
-        .then(|| format!("the user says {chars} characters, more than small talk ({SMALL_TALK_CHARS})"))
+
+    /// `items`: (user characters, user turns, whether the reference is `未提取到关键信息。`).
+    pub fn of(items: &[(usize, usize, bool)]) -> LengthRule {
+        let n = items.len();
+        let no_info = items.iter().filter(|i| i.2).count();
+        let share = |k: usize| if n == 0 { 0.0 } else { k as f64 / n as f64 };
+        let best = |value: &dyn Fn(&(usize, usize, bool)) -> usize| -> f64 {
+            let mut thresholds: Vec<usize> = items.iter().map(value).collect();
+            thresholds.sort_unstable();
+            thresholds.dedup();
+            let mut top = share(no_info.max(n - no_info));
+            for t in thresholds {
+                // No information when at most t (short), or when above t (long).
+                let short = items.iter().filter(|i| (value(i) <= t) == i.2).count();
+                top = top.max(share(short)).max(share(n - short));
+            }
+            top
+        };
+        LengthRule {
+            items: n,
+            no_key_information: no_info,
+            majority: share(no_info.max(n - no_info)),
+            by_chars: best(&|i| i.0),
+            by_turns: best(&|i| i.1),
+        }
+    }
 }
 
 /// The memory contents of a `recollection_synthesize` reference.
@@ -243,17 +285,22 @@ pub struct OfficialCheck {
     pub no_key_information_items: usize,
     pub missing_memories: Vec<MissingMemory>,
     /// `未提取到关键信息。` items whose conversation may hold key information, and why.
-    pub not_small_talk: Vec<(String, String)>,
+    pub self_disclosure: Vec<(String, String)>,
+    /// Whether the length of a conversation gives its answer away.
+    pub length_rule: LengthRule,
 }
 
 impl OfficialCheck {
     /// Every official line has exactly one scenario, every give-away statistic is within its
-    /// bound and every listed memory is held by its conversation.
+    /// bound, every listed memory is held by its conversation, no `未提取到关键信息。` conversation
+    /// discloses anything and no length rule beats the majority answer by more than
+    /// [`LENGTH_RULE_MAX_ADVANTAGE`].
     pub fn passed(&self) -> bool {
         self.counts.values().all(|(lines, scenarios)| lines == scenarios)
             && self.give_away.iter().all(|r| r.bound.is_some() && r.over.is_empty())
             && self.missing_memories.is_empty()
-            && self.not_small_talk.is_empty()
+            && self.self_disclosure.is_empty()
+            && self.length_rule.advantage() <= LENGTH_RULE_MAX_ADVANTAGE + 1e-12
     }
 }
 
@@ -313,12 +360,21 @@ pub fn check_official(suite: &Suite, baseline: &Suite) -> Option<OfficialCheck> 
     let mut memory_items = 0;
     let mut no_key_information_items = 0;
     let mut missing_memories = Vec::new();
-    let mut not_small_talk = Vec::new();
+    let mut self_disclosure = Vec::new();
+    let mut lengths = Vec::new();
     for s in official.iter().filter(|s| s.task == Task::RecollectionSynthesize) {
-        if s.reference.trim() == NO_KEY_INFORMATION {
+        let history = s.inputs.history().unwrap_or_default();
+        let user: Vec<&str> = history
+            .iter()
+            .filter(|t| t.role == h2htalk_data::suite::Role::User)
+            .map(|t| t.content.as_str())
+            .collect();
+        let no_info = s.reference.trim() == NO_KEY_INFORMATION;
+        lengths.push((user.iter().map(|u| u.chars().count()).sum(), user.len(), no_info));
+        if no_info {
             no_key_information_items += 1;
-            if let Some(why) = key_information(s.inputs.history().unwrap_or_default()) {
-                not_small_talk.push((s.id.clone(), why));
+            if let Some(why) = key_information(history) {
+                self_disclosure.push((s.id.clone(), why));
             }
             continue;
         }
@@ -338,7 +394,8 @@ pub fn check_official(suite: &Suite, baseline: &Suite) -> Option<OfficialCheck> 
         memory_items,
         no_key_information_items,
         missing_memories,
-        not_small_talk,
+        self_disclosure,
+        length_rule: LengthRule::of(&lengths),
     })
 }
 
@@ -425,12 +482,45 @@ impl fmt::Display for OfficialCheck {
         writeln!(
             f,
             "{NO_KEY_INFORMATION} conversations that may hold key information about the user (a self-disclosure \
-             phrase, or more than {SMALL_TALK_CHARS} characters from the user): {}",
-            self.not_small_talk.len()
+             phrase): {}",
+            self.self_disclosure.len()
         )?;
-        for (id, why) in self.not_small_talk.iter().take(10) {
+        for (id, why) in self.self_disclosure.iter().take(10) {
             writeln!(f, "  {id}: {why}")?;
         }
+        let r = &self.length_rule;
+        writeln!(
+            f,
+            "length alone against {NO_KEY_INFORMATION} ({} of {} items): always the majority answer {:.1}%, the best \
+             threshold on the user's characters {:.1}%, on the user's turns {:.1}%; {:+.1} points (at most {:.0}){}",
+            r.no_key_information,
+            r.items,
+            r.majority * 100.0,
+            r.by_chars * 100.0,
+            r.by_turns * 100.0,
+            r.advantage() * 100.0,
+            LENGTH_RULE_MAX_ADVANTAGE * 100.0,
+            if r.advantage() > LENGTH_RULE_MAX_ADVANTAGE + 1e-12 { ": TOO EASY BY LENGTH" } else { "" }
+        )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LengthRule;
+
+    #[test]
+    fn a_length_rule_is_scored_against_the_majority_answer() {
+        // Short = no information, perfectly: the rule is right on all 4, the majority on 2.
+        let split = LengthRule::of(&[(5, 1, true), (8, 1, true), (90, 4, false), (120, 5, false)]);
+        assert_eq!((split.majority, split.by_chars, split.by_turns), (0.5, 1.0, 1.0));
+        assert_eq!(split.advantage(), 0.5);
+        // Lengths that say nothing: no threshold beats answering the majority (3 of 4).
+        let mixed = LengthRule::of(&[(50, 3, true), (50, 3, false), (50, 3, true), (50, 3, true)]);
+        assert_eq!((mixed.majority, mixed.by_chars, mixed.advantage()), (0.75, 0.75, 0.0));
+        // The other direction counts too: long = no information.
+        let long = LengthRule::of(&[(200, 9, true), (10, 1, false), (12, 1, false)]);
+        assert_eq!(long.by_chars, 1.0);
     }
 }

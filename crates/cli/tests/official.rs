@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use h2htalk_audit::official::check_official;
-use h2htalk_data::suite::{NO_KEY_INFORMATION, Role, embedded};
+use h2htalk_data::suite::embedded;
 use h2htalk_data::{Task, load_references, load_suite, load_suite_with};
 use h2htalk_store::Store;
 use h2htalk_testkit::{reference_dir, root, skip};
@@ -76,26 +76,15 @@ fn the_official_set_answers_every_line_and_passes_its_gates() {
     assert_eq!(check.no_key_information_items, 264, "{check}");
     assert_eq!(check.memory_items, 412 - 264, "{check}");
     assert!(check.missing_memories.is_empty(), "{check}");
-    assert!(check.not_small_talk.is_empty(), "{check}");
+    assert!(check.self_disclosure.is_empty(), "{check}");
+    // Length gives the no-information answer away by at most 10 points over always giving it.
+    let rule = check.length_rule;
+    assert_eq!((rule.items, rule.no_key_information), (412, 264));
+    assert!(rule.advantage() <= h2htalk_audit::official::LENGTH_RULE_MAX_ADVANTAGE, "{check}");
     assert!(check.passed());
     // Official references that break their constraints are reported, not refused.
     let breaks: usize = check.breaks.values().map(Vec::len).sum();
     assert!(breaks > 0 && check.to_string().contains("reported, not refused"));
-    // Every reference of a recollection_synthesize item that lists memories is answered by a
-    // conversation longer than the small talk of the `未提取到关键信息。` items.
-    let user_chars = |s: &h2htalk_data::Scenario| -> usize {
-        s.inputs.history().unwrap().iter().filter(|t| t.role == Role::User).map(|t| t.content.chars().count()).sum()
-    };
-    let synth = suite.scenarios.iter().filter(|s| s.task == Task::RecollectionSynthesize);
-    let (nki, listed): (Vec<_>, Vec<_>) = synth.partition(|s| s.reference.trim() == NO_KEY_INFORMATION);
-    assert!(nki.iter().all(|s| user_chars(s) <= h2htalk_audit::official::SMALL_TALK_CHARS));
-    let median = |mut v: Vec<usize>| {
-        v.sort();
-        v[v.len() / 2]
-    };
-    assert!(
-        median(listed.iter().map(|s| user_chars(s)).collect()) > median(nki.iter().map(|s| user_chars(s)).collect())
-    );
 }
 
 #[test]

@@ -294,7 +294,7 @@ fn profiles_load_and_bad_ones_name_file_line_and_field() {
     let err = err_with("\"three_sessions\"", "\"two_sessions\"");
     assert!(err.contains(name) && err.contains("facts[2].distance"), "{err}");
     // A keyword that the biography already says shows no recall.
-    let err = err_with("[\"高铁\"]", "[\"高铁\", \"宁波\"]");
+    let err = err_with("[\"晕车\"]", "[\"晕车\", \"宁波\"]");
     assert!(err.contains("facts[1].answer_keywords") && err.contains("`user`"), "{err}");
     let err = err_with("\"anxious\"", "\"clingy\"");
     assert!(err.contains(":5: field `attachment`"), "{err}");

@@ -5,12 +5,14 @@
 //!   differences between two runs, rank intervals.
 //! - [`agreement`]: Krippendorff's alpha over several raters.
 //! - [`bt`]: Bradley–Terry rankings from pairwise comparisons, with bootstrap intervals.
+//! - [`power`]: the minimal detectable difference of a paired comparison.
 //!
 //! Every random stream is seeded, so a figure is the same on every run of the same data.
 
 pub mod agreement;
 pub mod bootstrap;
 pub mod bt;
+pub mod power;
 pub mod proportion;
 
 pub use bootstrap::{Bootstrap, Interval, Paired};

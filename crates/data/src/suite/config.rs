@@ -40,6 +40,8 @@ pub enum Part {
     Simulator,
     /// `annotation/first.jsonl`, `annotation/second.jsonl`: two independent tag annotations.
     Annotation,
+    /// `memory/histories/<part>.jsonl`, `memory/probes/<part>.jsonl`: the long-horizon memory suite.
+    Memory,
 }
 
 impl Part {
@@ -55,6 +57,7 @@ impl Part {
             Part::Rules => "rules",
             Part::Simulator => "simulator",
             Part::Annotation => "annotation",
+            Part::Memory => "memory",
         }
     }
 
@@ -78,6 +81,23 @@ const MAX_DEPTH: usize = 8;
 pub struct SuiteConfig {
     pub name: Option<String>,
     pub inherit: Option<PathBuf>,
+    /// The fewest hard items the suite must hold (`suite check` fails below them).
+    pub floors: Option<Floors>,
+}
+
+/// The fewest items of each hard kind a suite promises (in its `suite.json`), so that two models
+/// can be told apart on them: `suite check` fails when one is not met.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Floors {
+    /// Scenarios whose need changes without being announced.
+    pub hidden_changing_need: usize,
+    /// Scenarios whose real need is never said.
+    pub implicit_need: usize,
+    /// Scenarios with dated earlier sessions (`sessions`, or `session` of recollection_initialize).
+    pub multi_session_dated: usize,
+    /// The share of dialogue scenarios with 8 or more turns in the current conversation alone.
+    pub long_dialogue_share: f64,
 }
 
 impl SuiteConfig {

@@ -1,8 +1,8 @@
 //! Our suite, embedded in the binary: scenarios, safety set, personas, templates, the SAP module,
-//! rules and simulator profiles, exactly as in `suites/` when the binary was built (so its
-//! fingerprint is the same). It is the default wherever a command takes `--suite DIR`; it is
-//! written out once into a cache directory to be loaded like any suite, and `h2htalk suite export
-//! DIR` writes it where a user can edit it.
+//! rules, simulator profiles, annotation, the memory suite and `suite.json` (name and floors),
+//! exactly as in `suites/` when the binary was built (so its fingerprint is the same). It is the
+//! default wherever a command takes `--suite DIR`; it is written out once into a cache directory to
+//! be loaded like any suite, and `h2htalk suite export DIR` writes it where a user can edit it.
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{DataError, Result};
 
-static PARTS: [(&str, Dir<'static>); 9] = [
+static PARTS: [(&str, Dir<'static>); 10] = [
     ("scenarios", include_dir!("$CARGO_MANIFEST_DIR/../../suites/scenarios")),
     ("safety", include_dir!("$CARGO_MANIFEST_DIR/../../suites/safety")),
     ("personas", include_dir!("$CARGO_MANIFEST_DIR/../../suites/personas")),
@@ -21,9 +21,11 @@ static PARTS: [(&str, Dir<'static>); 9] = [
     ("judge", include_dir!("$CARGO_MANIFEST_DIR/../../suites/judge")),
     ("rules", include_dir!("$CARGO_MANIFEST_DIR/../../suites/rules")),
     ("annotation", include_dir!("$CARGO_MANIFEST_DIR/../../suites/annotation")),
+    ("memory", include_dir!("$CARGO_MANIFEST_DIR/../../suites/memory")),
 ];
 
 static FORMAT: &str = include_str!("../../../../suites/FORMAT.md");
+static CONFIG: &str = include_str!("../../../../suites/suite.json");
 
 /// Every embedded file: its path inside the suite and its bytes, in path order.
 pub fn files() -> Vec<(PathBuf, &'static [u8])> {
@@ -35,7 +37,7 @@ pub fn files() -> Vec<(PathBuf, &'static [u8])> {
             walk(d, prefix, out);
         }
     }
-    let mut out = vec![(PathBuf::from("FORMAT.md"), FORMAT.as_bytes())];
+    let mut out = vec![(PathBuf::from("FORMAT.md"), FORMAT.as_bytes()), (PathBuf::from("suite.json"), CONFIG.as_bytes())];
     for (name, dir) in &PARTS {
         walk(dir, Path::new(name), &mut out);
     }

@@ -5,6 +5,8 @@
 mod config;
 mod constraints;
 pub mod embedded;
+pub mod baselines;
+pub mod memory;
 mod model;
 pub mod profiles;
 pub mod stats;
@@ -16,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use config::{DEFAULT_NAME, INHERITED_PARTS, Part, REFERENCES_ENV, SuiteConfig, default_references, part_dir};
+pub use config::{DEFAULT_NAME, Floors, INHERITED_PARTS, Part, REFERENCES_ENV, SuiteConfig, default_references, part_dir};
 pub use constraints::{
     FormatCheckName, answer_violations, char_len, has_action, memory_blocks, sub_schedule, timed_plan, without_actions,
 };
@@ -38,6 +40,8 @@ pub struct Suite {
     pub scenarios: Vec<Scenario>,
     /// Where the references of `official` scenarios were read, when the suite has any.
     pub official: Option<OfficialSource>,
+    /// The fewest hard items the suite promises (`suite.json`), when it promises any.
+    pub floors: Option<Floors>,
     fingerprint: String,
 }
 
@@ -187,6 +191,7 @@ pub fn load_suite_with(dir: &Path, references: Option<&Path>) -> Result<Suite> {
             personas,
             scenarios,
             official,
+            floors: config.floors,
             fingerprint: format!("sha256:{}", hex(&hasher.finalize())),
         }),
         1 => Err(problems.0.pop().unwrap()),

@@ -172,8 +172,9 @@ fn line_of(text: &str, needle: &str) -> usize {
     text.lines().position(|l| l.contains(needle)).map_or(1, |i| i + 1)
 }
 
-/// Loads every `<id>.json` in `dir` (sorted by name), checks each against `suite` ([`load_profile`])
-/// and that no two profiles are the same user.
+/// Loads every `<id>.json` in `dir` (sorted by name), checks each against `suite` ([`load_profile`]),
+/// that no two profiles are the same user, and that at most [`MAX_DIRECT_SHARE`] of the memory
+/// probes ask for the fact directly ([`asks_directly`]).
 pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<UserProfile>> {
     let io = |path: &Path, e| DataError::io(path, e);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -206,7 +207,84 @@ pub fn load_profiles(dir: &Path, suite: &Suite) -> Result<Vec<UserProfile>> {
             });
         }
     }
+    let questions: Vec<(&UserProfile, &Fact)> = profiles.iter().flat_map(|p| p.facts.iter().map(move |f| (p, f))).collect();
+    let direct: Vec<String> =
+        questions.iter().filter(|(p, f)| asks_directly(p.lang, &f.question)).map(|(p, f)| format!("{}/{}", p.id, f.id)).collect();
+    if direct.len() as f64 > MAX_DIRECT_SHARE * questions.len() as f64 {
+        return Err(DataError::file(
+            dir,
+            format!(
+                "{} of {} memory probes ask for the fact directly (at most {:.0}%: a probe is a situation in which a \
+                 friend who remembers brings the fact up, never a quiz): {}",
+                direct.len(),
+                questions.len(),
+                MAX_DIRECT_SHARE * 100.0,
+                direct.join(", ")
+            ),
+        ));
+    }
     Ok(profiles)
+}
+
+/// The largest share of a suite's memory probes that may ask for the fact directly.
+pub const MAX_DIRECT_SHARE: f64 = 0.10;
+
+/// Words of a question that ask for a fact outright (a quiz), per language.
+const DIRECT_ZH: [&str; 12] =
+    ["叫什么", "叫啥", "还记得", "记得吗", "记不记得", "你记得", "来着", "考考你", "我说过", "我跟你说过", "猜猜", "你猜"];
+const DIRECT_EN: [&str; 10] =
+    ["remember", "again?", "what was", "what's the name", "what is the name", "did i say", "did i tell", "i told you", "guess", "recall"];
+
+/// Whether a memory probe asks for the fact outright ("叫什么来着", "What was it again?").
+pub fn asks_directly(lang: Lang, question: &str) -> bool {
+    let q = question.to_lowercase();
+    match lang {
+        Lang::Zh => DIRECT_ZH.iter().any(|m| q.contains(m)),
+        Lang::En => DIRECT_EN.iter().any(|m| contains_words(&q, m)),
+    }
+}
+
+/// Whether `text` holds `phrase` as whole words ("second-guessing" does not hold "guess").
+fn contains_words(text: &str, phrase: &str) -> bool {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '\'');
+    text.match_indices(phrase).any(|(i, m)| !part(text[..i].chars().next_back()) && !part(text[i + m.len()..].chars().next()))
+}
+
+/// The longest run of `text` that `need` also holds: characters (Chinese, whitespace dropped) or
+/// words (English). A user text or probe that shares a long run with a need says the need.
+fn shared_run(lang: Lang, text: &str, need: &str) -> usize {
+    let split = |t: &str| -> Vec<String> {
+        match lang {
+            Lang::Zh => t.chars().filter(|c| !c.is_whitespace() && !c.is_ascii_punctuation()).map(String::from).collect(),
+            Lang::En => t
+                .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect(),
+        }
+    };
+    let (a, b) = (split(text), split(need));
+    let mut best = 0;
+    let mut prev = vec![0usize; b.len() + 1];
+    for x in &a {
+        let mut cur = vec![0usize; b.len() + 1];
+        for (j, y) in b.iter().enumerate() {
+            if x == y {
+                cur[j + 1] = prev[j] + 1;
+                best = best.max(cur[j + 1]);
+            }
+        }
+        prev = cur;
+    }
+    best
+}
+
+/// The longest run a user text or probe may share with a need: 8 characters (Chinese), 4 words.
+fn max_shared(lang: Lang) -> usize {
+    match lang {
+        Lang::Zh => 7,
+        Lang::En => 3,
+    }
 }
 
 /// Loads and checks one profile file against the rules of `suites/simulator/README.md`: the id names
@@ -427,6 +505,24 @@ pub fn load_profile(path: &Path, suite: &Suite) -> Result<UserProfile> {
                 at.session, at.turn
             ),
         ));
+    }
+    // The needs are never said: neither who the user is nor a probe shares a long run with them.
+    let shows = if p.lang == Lang::Zh { "表现为" } else { "It shows" };
+    let changed = p.changed_need.need.split(shows).next().unwrap_or(&p.changed_need.need);
+    for (need_field, need) in [("hidden_need", p.hidden_need.as_str()), ("changed_need.need", changed)] {
+        let mut said = vec![("user".to_string(), p.user.as_str())];
+        said.extend(p.facts.iter().enumerate().map(|(i, f)| (format!("facts[{i}].question"), f.question.as_str())));
+        for (field, text) in said {
+            let run = shared_run(p.lang, text, need);
+            if run > max_shared(p.lang) {
+                return Err(bad(
+                    "\"user\"",
+                    field,
+                    format!("shares {run} {} with `{need_field}`: it says the need, which the user never says outright",
+                        if p.lang == Lang::Zh { "characters" } else { "words" }),
+                ));
+            }
+        }
     }
     Ok(p)
 }
