@@ -150,7 +150,7 @@ fn a_schema_2_store_lists_shows_exports_and_reports_exactly_what_that_release_pr
         shown += 1;
         let new: Value =
             serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
-        assert_eq!(new, json(&path), "run {id}: runs show --json");
+        assert_same_but_baselines(&new, &json(&path), &format!("run {id}: runs show --json"));
         let out = dir.path().join(format!("export-{id}"));
         stdout(&h2htalk(&["runs", "export", id, "--db", db_arg, "--out", out.to_str().unwrap()]));
         let old_export = expected.join(format!("export-{id}"));
@@ -174,15 +174,15 @@ fn a_schema_2_store_lists_shows_exports_and_reports_exactly_what_that_release_pr
         cmd.extend(args);
         stdout(&h2htalk(&cmd));
         let old = expected.join(name);
-        assert_eq!(
-            json(&out.join("leaderboard.json")),
-            json(&old.join("leaderboard.json")),
-            "{name}: leaderboard.json"
+        assert_same_but_baselines(
+            &json(&out.join("leaderboard.json")),
+            &json(&old.join("leaderboard.json")),
+            &format!("{name}: leaderboard.json"),
         );
-        for file in ["leaderboard.csv", "leaderboard.md"] {
-            let (new, old) = (fs::read_to_string(out.join(file)).unwrap(), fs::read_to_string(old.join(file)).unwrap());
-            assert!(new == old, "{name}: {file} differs");
-        }
+        let read = |dir: &Path, file: &str| fs::read_to_string(dir.join(file)).unwrap();
+        assert!(read(&out, "leaderboard.csv") == read(&old, "leaderboard.csv"), "{name}: leaderboard.csv differs");
+        let md = without_baseline_tables(&read(&out, "leaderboard.md"));
+        assert!(md == read(&old, "leaderboard.md"), "{name}: leaderboard.md differs beyond the baseline tables");
     }
     // The simulations are typed rows now: every conversation of the fixture, with its turns.
     let store = h2htalk_store::Store::open_read_only(&db).unwrap();
@@ -194,4 +194,50 @@ fn a_schema_2_store_lists_shows_exports_and_reports_exactly_what_that_release_pr
             assert!(s.settings.is_some() && s.facts.iter().all(|f| f.distance.is_some()));
         }
     }
+}
+
+/// `new` is `old` with only `baselines` keys added (null baselines came after that release; its
+/// runs have none stored, so each says not run): every value of `old` is in `new` unchanged.
+fn assert_same_but_baselines(new: &Value, old: &Value, what: &str) {
+    fn walk(new: &Value, old: &Value, path: &str, added: &mut Vec<String>) {
+        match (new, old) {
+            (Value::Object(n), Value::Object(o)) => {
+                for (k, v) in n {
+                    match o.get(k) {
+                        Some(ov) => walk(v, ov, &format!("{path}/{k}"), added),
+                        None => added.push(format!("{path}/{k}")),
+                    }
+                }
+                for k in o.keys().filter(|k| !n.contains_key(*k)) {
+                    panic!("{path}/{k} is gone");
+                }
+            }
+            (Value::Array(n), Value::Array(o)) if n.len() == o.len() => {
+                for (i, (a, b)) in n.iter().zip(o).enumerate() {
+                    walk(a, b, &format!("{path}/{i}"), added);
+                }
+            }
+            _ => assert_eq!(new, old, "{path}"),
+        }
+    }
+    let mut added = Vec::new();
+    walk(new, old, "", &mut added);
+    for path in &added {
+        assert!(path.ends_with("/baselines"), "{what}: {path} was added");
+    }
+}
+
+/// A Markdown report without its "Null baselines" tables (each a `####` heading to the next).
+fn without_baseline_tables(md: &str) -> String {
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in md.split_inclusive('\n') {
+        if line.starts_with("#") {
+            skipping = line.starts_with("#### Null baselines");
+        }
+        if !skipping {
+            out.push_str(line);
+        }
+    }
+    out
 }

@@ -8,8 +8,9 @@
 //!
 //! The degradations ([`Degradation`]): another scenario's reference (same sub-task and language),
 //! the first third of the reference, the reference with a sentence where the companion says it is
-//! an AI assistant, and (dialogue and recollection, where shared memories matter) the reference
-//! with an invented earlier shared memory inserted after its first sentence.
+//! an AI assistant, (dialogue and recollection, where shared memories matter) the reference with
+//! an invented earlier shared memory inserted after its first sentence, and two null baselines'
+//! answers: a fixed comfort line and the user's last turn echoed.
 
 use std::collections::BTreeMap;
 
@@ -42,13 +43,26 @@ pub fn fabricated_memory_sentence(lang: Lang) -> &'static str {
     }
 }
 
-/// `text` made worse by `degradation` (for [`Degradation::OtherReference`] use the other
-/// scenario's reference instead); `None` when the text is too short to make it.
+/// The worse answer `degradation` makes for scenario `s` of `suite`: a degraded copy of its
+/// reference, another scenario's reference, or a null baseline's answer
+/// ([`h2htalk_data::suite::baselines`]); `None` when it cannot be made.
+pub fn degraded(suite: &Suite, s: &Scenario, degradation: Degradation) -> Option<String> {
+    use h2htalk_data::suite::baselines::{echo, generic_comfort};
+    match degradation {
+        Degradation::OtherReference => other_reference(suite, s).map(str::to_string),
+        Degradation::GenericComfort => Some(generic_comfort(s.lang).to_string()),
+        Degradation::Echo => Some(echo(s)).filter(|e| !e.trim().is_empty() && e.trim() != s.reference.trim()),
+        _ => degrade(&s.reference, s.lang, degradation),
+    }
+}
+
+/// `text` made worse by `degradation` (the degradations that are not edits of the reference,
+/// [`degraded`] makes: `None` here); `None` when the text is too short to make it.
 pub fn degrade(text: &str, lang: Lang, degradation: Degradation) -> Option<String> {
     let text = text.trim();
     let sep = if lang == Lang::En { " " } else { "" };
     match degradation {
-        Degradation::OtherReference => None,
+        Degradation::OtherReference | Degradation::GenericComfort | Degradation::Echo => None,
         Degradation::Truncation => {
             let chars: Vec<char> = text.chars().collect();
             if chars.len() < 3 {
@@ -145,11 +159,7 @@ pub async fn validate(
             .push(messages.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n"));
         answers.push((i, None, s.reference.clone()));
         for d in Degradation::ALL.iter().copied().filter(|d| d.applies_to(s.task.family())) {
-            let text = match d {
-                Degradation::OtherReference => other_reference(suite, s).map(str::to_string),
-                _ => degrade(&s.reference, s.lang, d),
-            };
-            match text {
+            match degraded(suite, s, d) {
                 Some(t) => answers.push((i, Some(d), t)),
                 None => rows.push(row(s, d, ValidityOutcome::NotApplicable, None, None, Some("cannot be made".into()))),
             }

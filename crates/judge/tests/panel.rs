@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-use h2htalk_judge::validity::{Degradation, degrade, other_reference, scenarios_for};
+use h2htalk_judge::validity::{Degradation, degraded, scenarios_for};
 use h2htalk_judge::{JudgeHandle, JudgeSettings, judge_run, validity_run};
 use h2htalk_report::compute::panel::{PanelReport, summarize};
 use h2htalk_report::compute::validity::ValidityReport;
@@ -168,22 +168,22 @@ async fn validity_with_a_judge_that_prefers_longer_answers() {
     let mut expected: BTreeMap<(String, &str), (usize, usize, usize)> = BTreeMap::new();
     for s in &scenarios {
         let family = s.task.family();
-        let criteria: Vec<&str> = texts.lang(s.lang).criteria(family).iter().map(|c| c.id.as_str()).collect();
+        let lang = texts.lang(s.lang);
+        let criteria: Vec<&str> = lang.criteria(family).iter().map(|c| c.id.as_str()).collect();
+        // The answer and the rubric's first line after it: one key per family, as the same text
+        // (the fixed comfort line) is shown in every family.
+        let key = |text: &str| format!("<<<\n{text}\n>>>\n\n{}\n- {}", lang.rubric.rubric, lang.criteria(family)[0].text);
         let reference = length_score(&s.reference);
-        script.push((format!("<<<\n{}\n>>>", s.reference), rubric(&criteria, reference)));
+        script.push((key(&s.reference), rubric(&criteria, reference)));
         for d in Degradation::ALL.iter().copied().filter(|d| d.applies_to(family)) {
-            let text = match d {
-                Degradation::OtherReference => other_reference(&suite, s).map(str::to_string),
-                _ => degrade(&s.reference, s.lang, d),
-            };
-            let Some(text) = text else { continue };
+            let Some(text) = degraded(&suite, s, d) else { continue };
             let cell = expected.entry((family.name().to_string(), d.as_str())).or_default();
             if (s.id.clone(), d) == unparsable {
-                script.insert(0, (format!("<<<\n{text}\n>>>"), "A fine answer.".into()));
+                script.insert(0, (key(&text), "A fine answer.".into()));
                 cell.2 += 1;
                 continue;
             }
-            script.push((format!("<<<\n{text}\n>>>"), rubric(&criteria, length_score(&text))));
+            script.push((key(&text), rubric(&criteria, length_score(&text))));
             cell.0 += 1;
             cell.1 += usize::from(reference > length_score(&text));
         }

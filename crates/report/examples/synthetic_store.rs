@@ -346,6 +346,8 @@ fn add_assessments(
                     Degradation::Truncation => 2.0,
                     Degradation::PersonaBreak => 0.5,
                     Degradation::FabricatedMemory => 1.0,
+                    Degradation::GenericComfort => 2.5,
+                    Degradation::Echo => 1.5,
                 } * (0.5 + skill);
                 let draw = rng.f64();
                 let (outcome, means) = if draw < 0.01 {

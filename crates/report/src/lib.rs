@@ -86,6 +86,7 @@ pub fn write_report_with(
     }
     let mut lb = build(&runs, &options.bootstrap, options.rank_metric.as_deref())?;
     lb.assessments = assessments::assess(store, &runs, &options.bootstrap)?;
+    lb.baselines = leaderboard::baseline_stats(&load::baselines(store, &runs)?, &lb.metrics, &options.bootstrap);
     let tag_data = load::tags::load(store, &runs)?;
     lb.tags = Some(tags::build(&lb, &runs, &tag_data, &options.bootstrap));
     let html = render::to_html(&lb, &runs)?;

@@ -6,6 +6,7 @@
 //! - [`plan`]: a new run's specification and items, or a stored run's, for `--resume`.
 //! - [`generate`]: the generation phase and its counters.
 //! - [`score`]: the one scoring function for pairs (`h2htalk score` and runs).
+//! - [`baselines`]: the null baselines of a run, scored as its answers are.
 //! - [`assess`]: format checks, the SAP safety score, the LLM judge and the user simulator.
 //! - [`compare`]: pairwise comparison of stored runs by a judge, with a Bradley–Terry ranking.
 //! - [`models`]: model specs resolved into chat models.
@@ -13,6 +14,7 @@
 //! - [`sweep`]: several models under one protocol, reusing stored runs.
 
 pub mod assess;
+pub mod baselines;
 pub mod compare;
 pub mod export;
 pub mod generate;

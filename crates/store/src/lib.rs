@@ -10,6 +10,7 @@
 #[macro_use]
 extern crate h2htalk_data;
 
+pub mod baselines;
 mod judging;
 mod maintenance;
 mod migrate;
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
+pub use baselines::{BaselineScore, baseline_key};
 pub use judging::JudgeSession;
 pub use protocol::Protocol;
 pub use rows::*;

@@ -299,6 +299,12 @@ text_enum!(
         PersonaBreak = "persona_break",
         /// The reference with an invented earlier shared memory after its first sentence.
         FabricatedMemory = "fabricated_memory",
+        /// The null baseline's fixed comfort line of the language, whatever was said: a judge that
+        /// rates a canned line well is caught.
+        GenericComfort = "generic_comfort",
+        /// The null baseline's echo: the user's last turn (or the input the answer is made from)
+        /// given back.
+        Echo = "echo",
     }
 );
 

@@ -173,6 +173,15 @@ pub fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
                 k => count(&c[k]),
             }
         }
+        "baselines" => {
+            let g = find(&run["baselines"]["groups"], "group", group);
+            match key {
+                "run" => stat(&g["run"]),
+                "difference" => stat(&g["difference"]["diff"]),
+                "detectable" | "normalized" => count(&g[key]),
+                k => stat(&g["baselines"][k.strip_prefix("baseline.").unwrap()]),
+            }
+        }
         "usage" => {
             let u = &run["usage"];
             match (group, key) {

@@ -1,6 +1,7 @@
 //! Command-line definitions and dispatch.
 
 mod args;
+mod baselines;
 mod compare;
 mod data;
 mod judge;
@@ -51,6 +52,9 @@ enum Command {
     /// Validate and describe a scenario suite.
     #[command(subcommand)]
     Suite(suite::SuiteCommand),
+    /// Where answering without a model sits: null baselines scored like a run, for a suite or a
+    /// stored run.
+    Baselines(Box<baselines::BaselinesArgs>),
     /// Check a judge: `judge validate` rates references against degraded copies of them.
     #[command(subcommand)]
     Judge(judge::JudgeCommand),
@@ -69,5 +73,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Suite(cmd) => suite::run(cmd),
         Command::Prompt(cmd) => prompt::run(cmd),
         Command::Judge(cmd) => judge::run(cmd),
+        Command::Baselines(args) => baselines::run(*args),
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use super::stat::{Coverage, GroupKind, MetricStat};
-use crate::load::{Generation, RunRecord, Scoring, order_metrics};
+use crate::load::{BaselineRecord, Generation, ItemRecord, RunRecord, Scoring, order_metrics};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct GroupStats {
@@ -109,6 +109,9 @@ pub struct Leaderboard {
     pub tasks: Vec<(String, String)>,
     pub runs: Vec<RunStats>,
     pub ranking: Vec<RankEntry>,
+    /// The null baselines over the runs' items (`status` is `baseline`; never ranked), filled by
+    /// the report writer from the store ([`baseline_stats`]); empty where none were scored.
+    pub baselines: Vec<RunStats>,
     /// Runs left out of the ranking, with the reason.
     pub unranked: Vec<(String, String)>,
     /// Each ranked run against the next one.
@@ -127,8 +130,8 @@ pub struct Leaderboard {
 pub const SCHEMA: &str = "h2htalk-leaderboard/1";
 
 /// The strata of a run: the sub-tasks present (canonical order), then other sets (by name).
-fn strata(run: &RunRecord) -> Vec<String> {
-    let names: BTreeSet<&str> = run.items.iter().map(|i| i.task.as_str()).collect();
+fn strata(items: &[ItemRecord]) -> Vec<String> {
+    let names: BTreeSet<&str> = items.iter().map(|i| i.task.as_str()).collect();
     let mut out: Vec<String> =
         Task::ALL.iter().filter(|t| names.contains(t.stem())).map(|t| t.stem().to_string()).collect();
     out.extend(names.iter().filter(|n| Task::from_stem(n).is_none()).map(|n| n.to_string()));
@@ -191,19 +194,25 @@ fn group_stats(
     (GroupStats { group: name.to_string(), kind, coverage, metrics: out }, replicates)
 }
 
-/// Statistics of one run; also the overall replicates of each metric (for rank intervals).
-fn run_stats(run: &RunRecord, metrics: &[String], cfg: &Bootstrap) -> (Vec<GroupStats>, Vec<Vec<Option<f64>>>) {
-    let strata: Vec<Stratum> = strata(run)
+/// Statistics of one run's items (`id` seeds the resampling); also the overall replicates of each
+/// metric (for rank intervals).
+fn run_stats(
+    id: &str,
+    all: &[ItemRecord],
+    metrics: &[String],
+    cfg: &Bootstrap,
+) -> (Vec<GroupStats>, Vec<Vec<Option<f64>>>) {
+    let strata: Vec<Stratum> = strata(all)
         .into_iter()
         .map(|name| {
-            let items: Vec<_> = run.items.iter().filter(|i| i.task == name).collect();
+            let items: Vec<_> = all.iter().filter(|i| i.task == name).collect();
             let rows: Vec<Vec<Option<f64>>> = items
                 .iter()
                 .filter(|i| i.scoring.has_values())
                 .map(|i| metrics.iter().map(|m| i.metrics.get(m).copied()).collect())
                 .collect();
             let reps =
-                Replicates::draw(&rows, metrics.len(), cfg.resamples, stream_seed(cfg.seed, &[&run.run.id, &name]));
+                Replicates::draw(&rows, metrics.len(), cfg.resamples, stream_seed(cfg.seed, &[id, &name]));
             Stratum { coverage: coverage_of(items.into_iter()), name, rows, reps }
         })
         .collect();
@@ -303,7 +312,7 @@ pub fn build(
             label += &format!(" · protocol {}", r.run.spec.protocol().short());
         }
         labels.push(label);
-        let (groups, reps) = run_stats(r, &metrics, cfg);
+        let (groups, reps) = run_stats(&r.run.id, &r.items, &metrics, cfg);
         overall_reps.push(reps);
         stats.push(RunStats {
             id: r.run.id.clone(),
@@ -437,10 +446,42 @@ pub fn build(
         tasks,
         runs: stats,
         ranking,
+        baselines: Vec::new(),
         unranked,
         comparisons,
         sap,
         assessments: Default::default(),
         tags: None,
     })
+}
+
+/// The statistics of each null baseline ([`crate::load::baselines`]) over `metrics`, as rows
+/// marked `baseline` (id `baseline:NAME`, one signature each; the signature is named in the label
+/// when the report holds more than one).
+pub fn baseline_stats(baselines: &[BaselineRecord], metrics: &[String], cfg: &Bootstrap) -> Vec<RunStats> {
+    let signatures: BTreeSet<&str> = baselines.iter().map(|b| b.signature.as_str()).collect();
+    baselines
+        .iter()
+        .map(|b| {
+            let id = format!("baseline:{}", b.baseline);
+            let mut label = format!("baseline · {}", b.baseline);
+            if signatures.len() > 1 {
+                label += &format!(" · {}", b.signature);
+            }
+            let (groups, _) = run_stats(&format!("{id}|{}", b.signature), &b.items, metrics, cfg);
+            RunStats {
+                id,
+                label,
+                created_at: String::new(),
+                status: "baseline".into(),
+                model: format!("baseline:{}", b.baseline),
+                sap: None,
+                protocol: String::new(),
+                provenance: Value::Null,
+                signatures: vec![b.signature.clone()],
+                composite_computed: b.composite_computed,
+                groups,
+            }
+        })
+        .collect()
 }

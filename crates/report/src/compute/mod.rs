@@ -3,6 +3,7 @@
 //! Rendering ([`crate::render`]) only writes these values out.
 
 pub mod assessments;
+pub mod baselines;
 pub mod leaderboard;
 pub mod panel;
 pub mod rubric;

@@ -42,6 +42,14 @@ impl Scoring {
         }
     }
 
+    pub fn of(outcome: ScoreOutcome) -> Scoring {
+        match outcome {
+            ScoreOutcome::Scored => Scoring::Scored,
+            ScoreOutcome::EmptyPrediction => Scoring::EmptyPrediction,
+            ScoreOutcome::Dropped => Scoring::Dropped,
+        }
+    }
+
     /// Whether the item carries metric values.
     pub fn has_values(self) -> bool {
         matches!(self, Scoring::Scored | Scoring::EmptyPrediction)
@@ -125,20 +133,11 @@ fn load_run(store: &Store, _db: &str, run: RunRow) -> Result<RunRecord, ReportEr
             None => (Scoring::Unscored, BTreeMap::new()),
             Some(s) => {
                 signatures.insert(s.signature.clone());
-                let scoring = match s.outcome {
-                    ScoreOutcome::Scored => Scoring::Scored,
-                    ScoreOutcome::EmptyPrediction => Scoring::EmptyPrediction,
-                    ScoreOutcome::Dropped => Scoring::Dropped,
-                };
+                let scoring = Scoring::of(s.outcome);
                 // The store refuses metric values that are not finite numbers, values on a dropped
                 // item and a scored item without values.
-                let mut metrics = s.metrics;
-                if !metrics.contains_key("composite")
-                    && let Some(c) = composite_of(|n| metrics.get(n).copied())
-                {
-                    metrics.insert("composite".into(), c);
-                    composite_computed = true;
-                }
+                let (metrics, computed) = with_composite(s.metrics);
+                composite_computed |= computed;
                 (scoring, metrics)
             }
         };
@@ -168,6 +167,92 @@ fn load_run(store: &Store, _db: &str, run: RunRow) -> Result<RunRecord, ReportEr
         });
     }
     Ok(RunRecord { run, items, signatures, composite_computed })
+}
+
+/// `metrics` with the composite added when the nine metrics it weighs are present and it is not;
+/// also whether it was added.
+pub fn with_composite(mut metrics: BTreeMap<String, f64>) -> (BTreeMap<String, f64>, bool) {
+    if !metrics.contains_key("composite")
+        && let Some(c) = composite_of(|n| metrics.get(n).copied())
+    {
+        metrics.insert("composite".into(), c);
+        return (metrics, true);
+    }
+    (metrics, false)
+}
+
+/// One null baseline's answers to the items of the report's runs scored under one signature.
+#[derive(Clone, Debug)]
+pub struct BaselineRecord {
+    pub baseline: String,
+    pub signature: String,
+    /// One item per scenario (each run's item gives the task, language and reference).
+    pub items: Vec<ItemRecord>,
+    pub composite_computed: bool,
+}
+
+/// The null baselines stored under the signatures of `runs`, over the runs' scenarios, in order
+/// of signature and baseline name. Scenarios whose baselines were never scored have no item.
+pub fn baselines(store: &Store, runs: &[RunRecord]) -> Result<Vec<BaselineRecord>, ReportError> {
+    let mut wanted: BTreeMap<String, BTreeMap<&str, &ItemRecord>> = BTreeMap::new();
+    for r in runs {
+        for signature in &r.signatures {
+            let items = wanted.entry(h2htalk_store::baseline_key(signature, r.run.spec.redact)).or_default();
+            for i in &r.items {
+                items.entry(i.scenario_id.as_str()).or_insert(i);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (signature, items) in wanted {
+        let rows = store.baseline_scores(&signature)?;
+        out.extend(BaselineRecord::of(&signature, rows, |id| {
+            items.get(id).map(|i| (i.task.as_str(), i.lang.as_str(), i.reference.as_str()))
+        }));
+    }
+    Ok(out)
+}
+
+impl BaselineRecord {
+    /// The records of `rows` (stored under `signature`), one per baseline in name order, over the
+    /// scenarios `item` knows (it gives each one's task, language and reference).
+    pub fn of<'a>(
+        signature: &str,
+        rows: Vec<h2htalk_store::BaselineScore>,
+        item: impl Fn(&str) -> Option<(&'a str, &'a str, &'a str)>,
+    ) -> Vec<BaselineRecord> {
+        let mut by_name: BTreeMap<String, BaselineRecord> = BTreeMap::new();
+        for row in rows {
+            let Some((task, lang, reference)) = item(&row.scenario_id) else { continue };
+            let (metrics, computed) = with_composite(row.metrics);
+            let name = row.baseline.as_str().to_string();
+            let record = by_name.entry(name.clone()).or_insert_with(|| BaselineRecord {
+                baseline: name,
+                signature: signature.to_string(),
+                items: Vec::new(),
+                composite_computed: false,
+            });
+            record.composite_computed |= computed;
+            record.items.push(ItemRecord {
+                scenario_id: row.scenario_id,
+                task: task.to_string(),
+                lang: lang.to_string(),
+                prompt: Vec::new(),
+                reference: reference.to_string(),
+                generation: Generation::Generated,
+                answer: Some(row.answer),
+                error: None,
+                error_kind: None,
+                input_tokens: None,
+                output_tokens: None,
+                unknown_usage: false,
+                faults: Vec::new(),
+                scoring: Scoring::of(row.outcome),
+                metrics,
+            });
+        }
+        by_name.into_values().collect()
+    }
 }
 
 /// Metric names in report order: the composite, the neural metrics, the lexical metrics, then any

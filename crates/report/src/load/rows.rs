@@ -22,6 +22,9 @@ pub struct StoredRows {
     pub simulations: Vec<Simulation>,
     /// The tokens of the run's helper calls (none for runs stored before they were recorded).
     pub usage: Vec<UsageRow>,
+    /// The null baselines scored under the run's score signatures, over its scenarios (none
+    /// before they existed).
+    pub baselines: Vec<super::BaselineRecord>,
 }
 
 #[derive(Clone, Debug)]
@@ -31,8 +34,9 @@ pub struct StoredJudge {
     pub per_task: BTreeMap<String, JudgeGroup>,
 }
 
-/// Reads the rows of `run_id` the assessments need.
-pub fn load_rows(store: &Store, run_id: &str) -> Result<StoredRows, ReportError> {
+/// Reads the rows of `run` the assessments need.
+pub fn load_rows(store: &Store, run: &super::RunRecord) -> Result<StoredRows, ReportError> {
+    let run_id = run.run.id.as_str();
     let mut judges = Vec::new();
     for judge in store.judges(run_id, SessionKind::Rubric)? {
         let rows = store.judge_scores(run_id, &judge)?;
@@ -56,5 +60,6 @@ pub fn load_rows(store: &Store, run_id: &str) -> Result<StoredRows, ReportError>
         safety,
         simulations: store.simulations(run_id)?,
         usage: store.usage(run_id)?,
+        baselines: super::baselines(store, std::slice::from_ref(run))?,
     })
 }

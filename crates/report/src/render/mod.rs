@@ -70,6 +70,26 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                     c.pending
                 );
             }
+            for b in &lb.baselines {
+                let Some(st) = b.group("overall").and_then(|g| g.metrics.get(metric)) else { continue };
+                let c = b.group("overall").map(|g| g.coverage).unwrap_or_default();
+                let _ = writeln!(
+                    o,
+                    "| baseline | – | `{}` | {} | {} {} | – | {} | {} | {} | {} | {} |",
+                    b.id,
+                    md(&b.label),
+                    fmt4(st.mean),
+                    fmt_ci(st.lo, st.hi),
+                    c.items,
+                    c.scored,
+                    c.failed,
+                    c.dropped,
+                    c.pending
+                );
+            }
+            if !lb.baselines.is_empty() {
+                let _ = writeln!(o, "\nRows marked `baseline` answer without a model and are never ranked.");
+            }
             for (id, why) in &lb.unranked {
                 let _ = writeln!(o, "\nNot ranked: `{id}` ({why}).");
             }
@@ -130,31 +150,83 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
             r.status,
             md(&r.signatures.join("; "))
         );
-        let metrics: Vec<&String> =
-            lb.metrics.iter().filter(|m| r.groups.iter().any(|g| g.metrics.contains_key(*m))).collect();
-        let _ = write!(o, "| group | items | scored | failed | dropped | pending |");
-        for m in &metrics {
-            let _ = write!(o, " {m} |");
+        o.push_str(&groups_markdown(lb, r));
+    }
+    if !lb.baselines.is_empty() {
+        let _ = writeln!(o, "## Null baselines (answers without a model; never ranked)\n");
+        for b in &lb.baselines {
+            let _ = writeln!(o, "### `{}`: {}\n", b.id, md(&b.label));
+            o.push_str(&groups_markdown(lb, b));
         }
-        let _ = write!(o, "\n|---|---:|---:|---:|---:|---:|");
-        for _ in &metrics {
-            let _ = write!(o, "---|");
+    }
+    o.push_str(&assessments_markdown(lb));
+    // Findings by tag (crate::tags).
+    o.push_str(&crate::render::tags::to_markdown(lb));
+    o
+}
+
+/// The group table of one run (or baseline) in Markdown: coverage and every metric it has.
+fn groups_markdown(lb: &Leaderboard, r: &crate::leaderboard::RunStats) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let metrics: Vec<&String> =
+        lb.metrics.iter().filter(|m| r.groups.iter().any(|g| g.metrics.contains_key(*m))).collect();
+    let _ = write!(o, "| group | items | scored | failed | dropped | pending |");
+    for m in &metrics {
+        let _ = write!(o, " {m} |");
+    }
+    let _ = write!(o, "\n|---|---:|---:|---:|---:|---:|");
+    for _ in &metrics {
+        let _ = write!(o, "---|");
+    }
+    let _ = writeln!(o);
+    for g in &r.groups {
+        let c = g.coverage;
+        let name = if g.kind == GroupKind::Task { g.group.clone() } else { format!("**{}**", g.group) };
+        let _ = write!(o, "| {name} | {} | {} | {} | {} | {} |", c.items, c.scored, c.failed, c.dropped, c.pending);
+        for m in &metrics {
+            let _ = write!(o, " {} |", ci(g.metrics.get(*m)));
         }
         let _ = writeln!(o);
-        for g in &r.groups {
-            let c = g.coverage;
-            let name = if g.kind == GroupKind::Task { g.group.clone() } else { format!("**{}**", g.group) };
-            let _ = write!(o, "| {name} | {} | {} | {} | {} | {} |", c.items, c.scored, c.failed, c.dropped, c.pending);
-            for m in &metrics {
-                let _ = write!(o, " {} |", ci(g.metrics.get(*m)));
+    }
+    let _ = writeln!(o);
+    o
+}
+
+/// The null baselines alone (`h2htalk baselines`): one table per metric, a row per group (sub-task,
+/// family, overall) and a column per baseline, each cell its mean with its interval and items.
+pub fn baselines_markdown(baselines: &[crate::leaderboard::RunStats], metrics: &[String], pct: &str) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let mut groups: Vec<(&str, GroupKind)> = Vec::new();
+    for g in baselines.iter().flat_map(|b| &b.groups) {
+        if !groups.iter().any(|(n, _)| *n == g.group) {
+            groups.push((&g.group, g.kind));
+        }
+    }
+    for m in metrics {
+        let _ = writeln!(o, "### `{m}`: mean [{pct}% CI] n (`dropped`: not scored by the profile)\n");
+        let _ = write!(o, "| group |");
+        for b in baselines {
+            let _ = write!(o, " {} |", md(&b.label));
+        }
+        let _ = writeln!(o, "\n|---|{}", "---|".repeat(baselines.len()));
+        for (name, kind) in &groups {
+            let label = if *kind == GroupKind::Task { name.to_string() } else { format!("**{name}**") };
+            let _ = write!(o, "| {label} |");
+            for b in baselines {
+                let g = b.group(name);
+                let cell = match (g.and_then(|g| g.metrics.get(m)), g) {
+                    (Some(s), _) => format!("{} n={}", s.text(), s.n),
+                    (None, Some(g)) if g.coverage.dropped > 0 => format!("dropped ({})", g.coverage.dropped),
+                    _ => "–".to_string(),
+                };
+                let _ = write!(o, " {cell} |");
             }
             let _ = writeln!(o);
         }
         let _ = writeln!(o);
     }
-    o.push_str(&assessments_markdown(lb));
-    // Findings by tag (crate::tags).
-    o.push_str(&crate::render::tags::to_markdown(lb));
     o
 }
 
@@ -206,7 +278,8 @@ pub fn to_csv(lb: &Leaderboard) -> Result<String, ReportError> {
         "unscored",
     ])
     .map_err(e)?;
-    for r in &lb.runs {
+    // Runs, then the null baselines (run_id `baseline:NAME`, sap empty).
+    for r in lb.runs.iter().chain(&lb.baselines) {
         for g in &r.groups {
             let c = g.coverage;
             let kind = serde_json::to_value(g.kind).expect("kind").as_str().unwrap().to_string();
@@ -401,6 +474,16 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
                    "rank_hi": e.rank_hi, "coverage": c})
         })
         .collect();
+    let baseline_rows: Vec<Value> = lb
+        .baselines
+        .iter()
+        .filter_map(|b| {
+            let g = b.group("overall")?;
+            let st = g.metrics.get(&metric)?;
+            Some(json!({"id": b.id, "label": b.label, "mean": crate::format::exact(st.mean), "text": fmt4(st.mean),
+                        "ci": fmt_ci(st.lo, st.hi), "coverage": g.coverage}))
+        })
+        .collect();
     let cmp = |c: &crate::leaderboard::Comparison| {
         json!({"a": key_of(&c.a), "b": key_of(&c.b), "group": c.group, "n": c.paired.n,
                "mean_a": fmt4(c.paired.mean_a), "mean_b": fmt4(c.paired.mean_b), "diff": fmt4(c.paired.diff.mean),
@@ -426,6 +509,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         pct => format!("{}", (lb.bootstrap.confidence * 1000.0).round() / 10.0),
         keys => keys,
         ranking => ranking,
+        baseline_rows => baseline_rows,
         unranked => lb.unranked,
         comparisons => lb.comparisons.iter().map(cmp).collect::<Vec<_>>(),
         sap => sap,

@@ -34,7 +34,7 @@ pub use types::*;
 
 /// The assessments of `runs`, read from `store`.
 pub fn assess(store: &Store, runs: &[RunRecord], cfg: &Bootstrap) -> Result<Assessments, ReportError> {
-    let rows: Vec<StoredRows> = runs.iter().map(|r| load_rows(store, &r.run.id)).collect::<Result<_, _>>()?;
+    let rows: Vec<StoredRows> = runs.iter().map(|r| load_rows(store, r)).collect::<Result<_, _>>()?;
     build(runs, &rows, cfg)
 }
 
@@ -65,6 +65,7 @@ fn assess_run(run: &RunRecord, rows: &StoredRows, cfg: &Bootstrap) -> Result<Run
         } else {
             Section::NotRun
         },
+        baselines: crate::compute::baselines::baselines_section(run, &rows.baselines, cfg),
         judge_validity: if rows.validity.is_empty() {
             Section::NotRun
         } else {

@@ -74,6 +74,7 @@ fn empty_rows() -> StoredRows {
         safety: vec![],
         simulations: vec![],
         usage: vec![],
+        baselines: vec![],
     }
 }
 
@@ -481,4 +482,54 @@ fn a_simulator_rate_over_one_conversation_has_no_interval() {
     let figs = figures(&a, "95");
     let f = figs.iter().map(|(_, f)| f).find(|f| f.key == "changed_need_met").unwrap();
     assert_eq!((f.value, f.lo, f.hi, f.n), (Some(0.0), None, None, Some(1)));
+}
+
+/// A baseline whose items are `run`'s with `rougeL` values `values` (in item order).
+fn baseline_of(name: &str, run: &RunRecord, values: &[f64]) -> crate::load::BaselineRecord {
+    let mut items = run.items.clone();
+    for (i, v) in items.iter_mut().zip(values) {
+        i.answer = Some(name.to_string());
+        i.metrics = BTreeMap::from([("rougeL".to_string(), *v)]);
+    }
+    crate::load::BaselineRecord { baseline: name.into(), signature: "sig".into(), items, composite_computed: false }
+}
+
+#[test]
+fn a_run_is_compared_with_its_strongest_baseline_per_sub_task_and_flagged_when_not_above() {
+    use crate::compute::baselines::baselines_section;
+    use crate::load::Scoring;
+    let items = [("b1", "dialogue_base"), ("b2", "dialogue_base"), ("b3", "dialogue_base"), ("b4", "dialogue_base")];
+    let (_dir, mut runs) = runs_of(&[("r", SapMode::On)], &items);
+    let run_values = [0.9, 0.8, 0.85, 0.95];
+    for (i, v) in runs[0].items.iter_mut().zip(run_values) {
+        i.scoring = Scoring::Scored;
+        i.metrics = BTreeMap::from([("rougeL".to_string(), v)]);
+    }
+    let comfort = [0.3, 0.2, 0.25, 0.3];
+    let baselines = vec![baseline_of("echo", &runs[0], &[0.1, 0.2, 0.15, 0.1]), baseline_of("generic_comfort", &runs[0], &comfort)];
+    let Section::Run(b) = baselines_section(&runs[0], &baselines, &cfg()) else { panic!("baselines run") };
+    assert_eq!(b.metric, "rougeL");
+    let g = &b.groups[0];
+    assert_eq!(g.group, "dialogue_base");
+    assert_eq!(g.strongest.as_deref(), Some("generic_comfort"));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (run_mean, strongest) = (mean(&run_values), mean(&comfort));
+    let d = g.difference.as_ref().unwrap();
+    assert_eq!(d.n, 4);
+    assert!((d.diff.mean - (run_mean - strongest)).abs() < 1e-12, "{d:?}");
+    assert!((g.normalized.unwrap() - (run_mean - strongest) / (1.0 - strongest)).abs() < 1e-12);
+    assert!((g.baselines["echo"].mean - 0.1375).abs() < 1e-12);
+    assert!(g.above && b.not_above.is_empty());
+    assert!(g.detectable.unwrap() > 0.0);
+    assert_eq!(b.groups.last().unwrap().group, "overall");
+    // The same answers as the strongest baseline: not shown above it, and flagged.
+    let same = vec![baseline_of("generic_comfort", &runs[0], &run_values)];
+    let Section::Run(b) = baselines_section(&runs[0], &same, &cfg()) else { panic!("baselines run") };
+    assert!(!b.groups[0].above);
+    assert_eq!(b.not_above, ["dialogue_base"]);
+    assert_eq!(b.groups[0].normalized, Some(0.0));
+    let md = crate::render::tables::table_markdown(&crate::render::tables::baselines_table(&Section::Run(b), "95"));
+    assert!(md.contains("FLAG: not shown above the strongest baseline") && md.contains("dialogue_base"), "{md}");
+    // No baselines stored: not run, never a zero.
+    assert!(matches!(baselines_section(&runs[0], &[], &cfg()), Section::NotRun));
 }

@@ -279,6 +279,8 @@ pub struct RunAssessment {
     pub panel: Section<PanelSection>,
     /// The judge validity check stored with the run ([`h2htalk_judge::validity`]), per judge.
     pub judge_validity: Section<ValiditySection>,
+    /// The null baselines on the run's items, and the run against the strongest.
+    pub baselines: Section<crate::compute::baselines::BaselineSection>,
 }
 
 /// The panel of a run's judges.
