@@ -13,6 +13,10 @@
 #   f32-attention  -fa off --cache-type-k f32 --cache-type-v f32: attention in f32, as our engine
 #                  computes it. llama.cpp's GELU still goes through its f16 table.
 # CONFIGS=default (or f32-attention) runs one of them.
+#
+# GOLDEN=FILE also writes the f32-attention answers (prompt ids, llama.cpp's greedy ids and text, with
+# the GGUF's sha256 and llama.cpp's version) to FILE: crates/local/tests/golden/llama-cpp-greedy.json
+# is made so, and crates/local/tests/llama_golden.rs holds the engine to it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}
@@ -72,6 +76,28 @@ for prompt in json.load(open(ids_file)):
     cases.append({"prompt": prompt, "tokens": answer["tokens"], "text": answer["content"]})
 json.dump(cases, open(out_file, "w"), ensure_ascii=False)
 EOF
+  if [ -n "${GOLDEN:-}" ] && [ "$config" = f32-attention ]; then
+    python3 - "$work/messages.json" "$work/cases-$config.json" "$GOLDEN" "$gguf" "$(basename "$(dirname "$bin")")" "$tokens" <<'EOF'
+import hashlib, json, sys
+messages, cases, out, gguf, version, n = sys.argv[1:7]
+h = hashlib.sha256()
+with open(gguf, "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
+golden = {
+    "made_by": "scripts/greedy-vs-llama.sh (GOLDEN=...)",
+    "llama_cpp": version,
+    "setup": "f32-attention: -fa off --cache-type-k f32 --cache-type-v f32, temperature 0",
+    "gguf": {"file": gguf.rsplit("/", 1)[-1], "sha256": h.hexdigest()},
+    "max_tokens": int(n),
+    "cases": [dict(messages=m, **c) for m, c in zip(json.load(open(messages)), json.load(open(cases)))],
+}
+with open(out, "w") as f:
+    json.dump(golden, f, ensure_ascii=False, indent=1)
+    f.write("\n")
+print(f"golden written to {out}", file=sys.stderr)
+EOF
+  fi
   echo "same GGUF ($(basename "$gguf")), greedy, up to $tokens tokens, llama.cpp $(basename "$(dirname "$bin")"), set-up: $config"
   "$compare" "$gguf" compare "$work/cases-$config.json"
   kill $server 2>/dev/null; wait $server 2>/dev/null || true

@@ -29,10 +29,12 @@ fn check(case: &Case, what: &str, out: &Output, wrong: &mut Vec<String>) {
     }
 }
 
-/// No run was stored (the store may exist: it is opened before the inputs are read).
+/// No run was stored (the store may exist: it is opened before the inputs are read). A store that
+/// cannot be listed is no proof of that: it fails the test.
 fn no_run_in(db: &Path) -> bool {
     !db.exists() || {
         let list = h2htalk(&["runs", "list", "--db", db.to_str().unwrap()]);
+        assert!(list.status.success(), "runs list failed on {}: {}", db.display(), String::from_utf8_lossy(&list.stderr));
         String::from_utf8_lossy(&list.stdout).lines().count() <= 1
     }
 }
@@ -92,6 +94,27 @@ fn commands(case: &Case, built: &Built, root: &Path, wrong: &mut Vec<String>) ->
                 }
                 n += 1;
             }
+        }
+        Loader::Config if case.must_load() => {
+            // A config that must load runs for real: against a test server, one item.
+            let rt = runtime();
+            let server = start_server(&rt, h2htalk_testserver::ServerConfig::default());
+            let text = std::fs::read_to_string(&built.config).unwrap();
+            assert!(text.contains("http://127.0.0.1:9/v1"), "{}", case.name);
+            std::fs::write(&built.config, text.replace("http://127.0.0.1:9/v1", &server.base_url())).unwrap();
+            let db = root.join("runs.db");
+            let out = h2htalk(&[
+                "run", "--config", &s(&built.config), "--model", "m", "--suite", &s(&project_suite()), "--db", &s(&db),
+                "--metrics", "lexical", "--tasks", "dialogue_base", "--limit", "1", "--json",
+            ]);
+            check(case, "run --config", &out, wrong);
+            if out.status.success() {
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                if v["generated"] != 1 {
+                    wrong.push(format!("{} (run --config): {v}", case.name));
+                }
+            }
+            n += 1;
         }
         Loader::Config => {
             if !case.must_load() {

@@ -93,15 +93,20 @@ fn report_of_two_runs_matches_its_json_and_is_self_contained() {
         checked += 1;
     }
     assert!(checked >= 2 * 5, "heat map cells checked: {checked}");
+    // Every bar is its run's figure for its chart's group: mean and interval, exactly.
+    let mut bars = 0;
     for bar in html.split("<g class=\"run-bar\"").skip(1) {
         let head = &bar[..bar.find('>').unwrap()];
-        let run = runs.iter().find(|r| r["id"] == attributes(head, "data-run")[0]).unwrap();
-        let mean: f64 = attributes(head, "data-mean")[0].parse().unwrap();
-        assert!(
-            run["groups"].as_array().unwrap().iter().any(|g| g["metrics"][&metric]["mean"].as_f64() == Some(mean)),
-            "bar mean {mean} is not in leaderboard.json"
-        );
+        let (run_attr, group_attr) = (attributes(head, "data-run")[0], attributes(head, "data-group")[0]);
+        let run = runs.iter().find(|r| r["id"] == run_attr).unwrap();
+        let group = run["groups"].as_array().unwrap().iter().find(|g| g["group"] == group_attr).unwrap();
+        let figure = &group["metrics"][&metric];
+        let number = |key: &str| attributes(head, key)[0].parse::<f64>().ok();
+        assert_eq!(number("data-mean"), figure["mean"].as_f64(), "bar {run_attr} {group_attr}: mean");
+        assert_eq!((number("data-lo"), number("data-hi")), (figure["lo"].as_f64(), figure["hi"].as_f64()), "bar {run_attr} {group_attr}: interval");
+        bars += 1;
     }
+    assert!(bars >= 2 * 3, "bars checked: {bars}");
     // The SAP pair, the coverage and the transcripts.
     assert_eq!(lb["sap"].as_array().unwrap().len(), 1, "{}", lb["sap"]);
     assert_eq!(lb["sap"][0]["on"], on.as_str());

@@ -124,7 +124,7 @@ fn faults_are_retried_or_recorded_as_failures_never_as_answers() {
     let db = dir.path().join("runs.db");
     let out = json_run(&server, &db, &["--safety"]);
     let items = out["items"].as_u64().unwrap();
-    assert_eq!(items, 594);
+    assert_eq!(items, 870);
     assert_eq!(out["generated"].as_u64().unwrap() + out["failed"].as_u64().unwrap(), items, "{out}");
     assert!(out["failed"].as_u64().unwrap() > 0, "content_filter answers are failures: {out}");
     assert_eq!(out["scored"], out["generated"]);
@@ -150,9 +150,9 @@ fn faults_are_retried_or_recorded_as_failures_never_as_answers() {
     let run_id = out["run_id"].as_str().unwrap();
     let before = out["generated"].as_u64().unwrap();
     let again = json_run(&server, &db, &["--resume", run_id, "--retry-failed"]);
-    assert_eq!(again["items"], 594);
+    assert_eq!(again["items"], 870);
     assert!(again["generated"].as_u64().unwrap() >= before);
-    assert_eq!(again["generated"].as_u64().unwrap() + again["failed"].as_u64().unwrap(), 594);
+    assert_eq!(again["generated"].as_u64().unwrap() + again["failed"].as_u64().unwrap(), 870);
 }
 
 /// A small seeded generator for the kill points (xorshift64*).
@@ -181,7 +181,12 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
         let list = String::from_utf8(h2htalk(&["runs", "list", "--db", db.to_str().unwrap()]).stdout).unwrap();
         list.lines().nth(1).map(|l| l.split_whitespace().next().unwrap().to_string())
     };
-    // kill -9 at seeded random points, resuming each time, then let the last resume finish.
+    // The items of the suite (its sub-task scenarios), and how many answers a run has committed.
+    let total = h2htalk_data::load_suite(std::path::Path::new(&suite)).unwrap().scenarios.iter().filter(|s| !h2htalk_data::Suite::is_safety(s)).count();
+    let committed = |id: &str| h2htalk_store::Store::open_read_only(&db).unwrap().generations(id).unwrap().len();
+    // kill -9 at seeded random points, resuming each time, then let the last resume finish. Each
+    // kill is timed from the process's own first commit (so that it interrupts work that process
+    // did, on a loaded machine too) and must find it still running, with items left.
     let mut next = seeded(0x0068_3268_7461_6c6b);
     let mut kills = Vec::new();
     let mut committed_before = Vec::new();
@@ -191,6 +196,7 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
             .map(|s| s.to_string())
             .chain([suite.clone(), "--db".into(), db.to_str().unwrap().into(), "--json".into()])
             .collect();
+        let before = run_id().map_or(0, |id| committed(&id));
         match run_id() {
             Some(id) => args.extend(["--resume".into(), id]),
             None => args.extend(["--metrics".into(), "lexical".into()]),
@@ -201,36 +207,35 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let wait = next(150, 900);
-        // The first kill point counts from the run's creation: on a busy machine planning alone can
-        // take longer than the kill window, and a kill before the run exists tests nothing.
+        let wait = next(40, 400);
         let started = std::time::Instant::now();
-        while run_id().is_none() && child.try_wait().unwrap().is_none() {
-            assert!(started.elapsed() < Duration::from_secs(120), "the run was never created");
-            std::thread::sleep(Duration::from_millis(20));
+        while run_id().is_none_or(|id| committed(&id) <= before) {
+            assert!(child.try_wait().unwrap().is_none(), "the process ended before its first commit");
+            assert!(started.elapsed() < Duration::from_secs(180), "no commit within 3 minutes");
+            std::thread::sleep(Duration::from_millis(10));
         }
         std::thread::sleep(Duration::from_millis(wait));
-        child.kill().unwrap(); // SIGKILL (or nothing, if it had finished)
+        assert!(child.try_wait().unwrap().is_none(), "the run finished before the kill {wait} ms after its first commit");
+        child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         kills.push(wait);
-        if let Some(id) = run_id() {
-            committed_before.push(common::stored_run(&db, &id).generations.len());
-        }
+        let after = committed(&run_id().unwrap());
+        assert!(before < after && after < total, "kill {}: {before} committed before, {after} after, of {total}", kills.len());
+        committed_before.push(after);
     }
     let run_id = run_id().expect("a run was created before the kills");
     let requests_before = requests();
     let resumed = json_run(&server, &db, &["--resume", &run_id]);
     let redone = requests() - requests_before;
-    assert_eq!(resumed["items"], 462);
-    assert_eq!(resumed["generated"], 462);
+    assert_eq!(resumed["items"], total);
+    assert_eq!(resumed["generated"], total);
     assert_eq!(resumed["failed"], 0);
     assert_eq!(resumed["status"], "complete");
     // Work committed before a kill is never lost: the count only grows from one kill to the next,
     // and only what had not been committed was asked for again.
     assert!(committed_before.windows(2).all(|w| w[0] <= w[1]), "{committed_before:?}");
     let last = *committed_before.last().unwrap();
-    assert!(last > 0 && last < 462, "the kills fell outside the run: committed {committed_before:?}");
-    assert_eq!(redone as usize, 462 - last, "committed {committed_before:?}, redone {redone}");
+    assert_eq!(redone as usize, total - last, "committed {committed_before:?}, redone {redone}");
     assert!(requests_before as usize >= last);
 
     // The final store equals an uninterrupted run's: the same items, answers and scores.
@@ -265,7 +270,8 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
     assert_eq!(scores(&a), scores(&b));
     assert_eq!(common::integrity(&db), "ok");
     eprintln!(
-        "crash recovery: {} kill -9 at {kills:?} ms (committed after each: {committed_before:?}), resumed: 462 items, \
+        "crash recovery: {} kill -9 at {kills:?} ms after each process's first commit (committed after each: \
+         {committed_before:?}), resumed: {total} items, \
          {redone} asked again; items, generations and scores equal an uninterrupted run",
         kills.len()
     );
@@ -373,12 +379,25 @@ fn judge_simulator_safety_and_format_checks_are_reported_with_their_failures() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--simulator"));
 }
 
-/// `--redact` masks personal data in what a run stores and exports; the setting is recorded.
+/// `--redact` masks personal data in what a run stores and exports; the setting is recorded. Every
+/// kind the redactor knows (phone, e-mail, identity number, bank card) is checked in every file a
+/// redacted run writes (the store with its -wal and -shm files, the export, the report in HTML,
+/// JSON, CSV and Markdown), found by walking the directories.
 #[test]
 fn redact_masks_personal_data_in_the_store_and_the_export() {
-    const PII: &str = "请打电话 13812345678 或写信到 lin.xiao@example.com";
+    // Each kind, as a user would write it, with the marker it must become.
+    const SECRETS: [(&str, &str); 4] = [
+        ("13812345678", "[PHONE]"),
+        ("lin.xiao@example.com", "[EMAIL]"),
+        ("11010519491231002X", "[ID]"),
+        ("4111111111111111", "[CARD]"),
+    ];
+    let pii = format!(
+        "请打电话 {} 或写信到 {}，身份证号{}，卡号{}",
+        SECRETS[0].0, SECRETS[1].0, SECRETS[2].0, SECRETS[3].0
+    );
     let rt = runtime();
-    let script = vec![("".to_string(), PII.to_string())];
+    let script = vec![("".to_string(), pii.clone())];
     let server = rt.block_on(TestServer::start(ServerConfig { script, ..Default::default() }, 0)).unwrap();
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("runs.db");
@@ -392,30 +411,44 @@ fn redact_masks_personal_data_in_the_store_and_the_export() {
     let ex = h2htalk(&["runs", "export", run_id, "--out", export.to_str().unwrap(), "--db", db.to_str().unwrap()]);
     assert!(ex.status.success(), "{}", String::from_utf8_lossy(&ex.stderr));
     let answers = std::fs::read_to_string(export.join("predictions/dialogue_base.jsonl")).unwrap();
-    assert_eq!(answers.matches("[PHONE]").count(), 2, "{answers}");
-    assert_eq!(answers.matches("[EMAIL]").count(), 2, "{answers}");
+    for (_, marker) in SECRETS {
+        assert_eq!(answers.matches(marker).count(), 2, "{marker}: {answers}");
+    }
+    let report = dir.path().join("report");
+    let made = h2htalk(&["report", "--db", db.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     // A run stored without --redact (in another store) is masked in a report made with --redact.
     let other = TempDir::new().unwrap();
     let plain_db = other.path().join("runs.db");
     let plain = json_run(&server, &plain_db, &["--tasks", "dialogue_base", "--limit", "1"]);
     let plain_id = plain["run_id"].as_str().unwrap();
-    let report = other.path().join("report");
+    let masked_report = other.path().join("masked");
     let db_arg = plain_db.to_str().unwrap();
-    let args = ["report", "--db", db_arg, "--runs", plain_id, "--out", report.to_str().unwrap(), "--redact"];
+    let args = ["report", "--db", db_arg, "--runs", plain_id, "--out", masked_report.to_str().unwrap(), "--redact"];
     let made = h2htalk(&args);
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
-    assert!(html.contains("[PHONE]") && !html.contains("13812345678"));
     drop(server);
-    // Nothing of the numbers is left anywhere in the redacted run's files.
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
+    // Nothing of any secret is left in any file under the redacted run's directory (its store,
+    // export and reports, however deep), nor in the redacted report of the plain run; and each
+    // kind of output holds the markers, so the walk saw real content.
+    let mut checked = std::collections::BTreeMap::<String, usize>::new();
+    for root in [dir.path(), masked_report.as_path()] {
+        for path in common::files_under(root) {
             let bytes = std::fs::read(&path).unwrap();
-            for needle in ["13812345678", "lin.xiao@example.com"] {
-                assert!(!bytes.windows(needle.len()).any(|w| w == needle.as_bytes()), "{needle} in {}", path.display());
+            for (secret, _) in SECRETS {
+                assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "{secret} in {}", path.display());
             }
+            let ext = path.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
+            *checked.entry(ext).or_default() += 1;
         }
+    }
+    for kind in ["html", "json", "csv", "md", "jsonl", "db"] {
+        assert!(checked.contains_key(kind), "no .{kind} file was written to check: {checked:?}");
+    }
+    // The report's transcripts (in report.html) show the answers masked.
+    let html = std::fs::read_to_string(masked_report.join("report.html")).unwrap();
+    for (_, marker) in SECRETS {
+        assert!(html.contains(marker), "{marker} not in the --redact report's transcripts");
     }
 }
 
@@ -692,7 +725,9 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     assert!(check.status.success(), "{check:?}");
     let report: Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(report["families"]["dialogue"]["persona_break"]["n"], 1, "{report}");
-    assert_eq!(report["rows"].as_array().unwrap().len(), 4 + 4 + 3);
+    // Per family the degradations that apply (an invented memory not for itinerary) and the two
+    // null baselines' answers (the comfort line, the echo).
+    assert_eq!(report["rows"].as_array().unwrap().len(), (4 + 2) + (4 + 2) + (3 + 2));
     // Without --run nothing is stored; its tokens and cost are printed (no price for `openai:NAME`
     // on the command line: not set, never 0).
     assert!(report["stored_with_run"].is_null() && report["cost_usd"].is_null(), "{report}");

@@ -107,10 +107,17 @@ fn the_key_is_used_but_never_written_anywhere() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // Killed once it has written to the store's write-ahead log (a condition, not a guessed delay).
+    let wal = h.join("runs/h2htalk.db-wal");
+    let started = std::time::Instant::now();
+    while !wal.metadata().is_ok_and(|m| m.len() > 0) {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before writing its -wal file");
+        assert!(started.elapsed() < std::time::Duration::from_secs(120), "no -wal file within two minutes");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(h.join("runs/h2htalk.db-wal").exists(), "no -wal file left to search");
+    assert!(wal.exists(), "no -wal file left to search");
     assert!(h.join("runs/h2htalk.db").exists() && h.join("export/manifest.json").exists());
     let (files, bytes) = assert_no_key(h, &outputs);
     eprintln!(

@@ -10,7 +10,7 @@ use h2htalk_data::jsonl::parse_objects;
 use h2htalk_data::suite::{ClockTime, Date, answer_violations};
 use h2htalk_data::{Suite, Task, load_predictions, load_references, load_suite};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use tempfile::TempDir;
 
 fn suite_dir() -> PathBuf {
@@ -67,8 +67,16 @@ fn good_line() -> impl Strategy<Value = String> {
     })
 }
 
+/// A runner whose failing inputs are saved in the repository (tests/proptest-regressions), and
+/// run again first on every later run, so that a failure found once is reproduced every time.
 fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() })
+    let saved = FileFailurePersistence::Direct(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proptest-regressions/properties.txt"));
+    TestRunner::new(Config {
+        cases,
+        source_file: Some(file!()),
+        failure_persistence: Some(Box::new(saved)),
+        ..Config::default()
+    })
 }
 
 #[test]

@@ -37,6 +37,7 @@ use sha2::{Digest, Sha256};
 
 use engine::Job;
 
+pub mod compare;
 mod engine;
 pub mod gemma3;
 pub mod quant;

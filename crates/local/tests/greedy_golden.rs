@@ -49,7 +49,7 @@ fn greedy_answers_equal_the_recorded_ones() {
             .push(json!({"text": a.text, "output_tokens": a.output_tokens, "finish_reason": a.finish_reason.as_str()}));
     }
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/gemma3_greedy.json");
-    if std::env::var("H2HTALK_WRITE_GOLDEN").as_deref() == Ok("1") {
+    if h2htalk_testkit::rewrite_goldens("H2HTALK_WRITE_GOLDEN") {
         std::fs::write(&path, serde_json::to_string_pretty(&Value::Array(answers)).unwrap() + "\n").unwrap();
         return;
     }

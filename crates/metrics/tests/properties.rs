@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use h2htalk_metrics::text::python_strip;
 use h2htalk_metrics::{Lexical, Outcome, Profile, Tokenizer, score_pair};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 
 /// Text mixing Chinese, ASCII words and numbers, punctuation of both widths, whitespace of every
 /// kind, emoji, combining marks, CJK extensions and control characters, or anything at all.
@@ -30,8 +30,16 @@ fn text() -> impl Strategy<Value = String> {
     proptest::collection::vec(piece, 0..12).prop_map(|v| v.concat())
 }
 
+/// A runner whose failing inputs are saved in the repository (tests/proptest-regressions), and
+/// run again first on every later run, so that a failure found once is reproduced every time.
 fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() })
+    let saved = FileFailurePersistence::Direct(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/proptest-regressions/properties.txt"));
+    TestRunner::new(Config {
+        cases,
+        source_file: Some(file!()),
+        failure_persistence: Some(Box::new(saved)),
+        ..Config::default()
+    })
 }
 
 #[test]

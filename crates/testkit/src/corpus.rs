@@ -572,6 +572,8 @@ fn config_cases(cases: &mut Vec<Case>) {
     };
     let at = |line: usize, field: &str| format!("{file}:{line}: field `{field}`");
     let with = |extra: &str| format!("{VALID_CONFIG}{extra}\n").into_bytes();
+    add("a valid config (accepted)", VALID_CONFIG.as_bytes().to_vec(), String::new());
+    add("a config with CRLF (accepted)", VALID_CONFIG.replace('\n', "\r\n").into_bytes(), String::new());
     add(
         "invalid UTF-8",
         [VALID_CONFIG.as_bytes(), b"model = \"caf\xe9\"\n"].concat(),

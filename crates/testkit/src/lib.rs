@@ -71,7 +71,24 @@ pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
     }
 }
 
-/// A test that cannot run here (a model the registry cannot deliver, a mount it may not make):
+/// Whether a golden file may be rewritten: only when `var` is set to exactly `1`, and never under
+/// `CI=true` (where it fails the test: a CI run checks goldens, it does not make them). Any other
+/// value of `var` is refused, so that a stray setting cannot rewrite and pass.
+pub fn rewrite_goldens(var: &str) -> bool {
+    let Some(value) = std::env::var_os(var) else { return false };
+    assert!(value == "1", "{var}={value:?}: set {var}=1 to rewrite the goldens, or unset it");
+    assert!(!std::env::var("CI").is_ok_and(|v| v == "true"), "{var}=1 under CI=true: CI checks goldens, never writes them");
+    true
+}
+
+/// A part of a test this machine gives no means to cover (a privilege it lacks, a CPU feature it
+/// does not have): said loudly, and not a failure, under CI too: there is nothing the code could
+/// be doing wrong here. The test still checks everything else.
+pub fn not_covered(what: &str) {
+    eprintln!("\n!!! NOT COVERED on this machine: {what} !!!\n");
+}
+
+/// A test that cannot run here (a model the registry cannot deliver):
 /// outside CI it returns after a loud message and the test passes without checking anything;
 /// under `CI=true` nothing may skip, so it fails the test with the reason.
 pub fn skip(reason: &str) {
