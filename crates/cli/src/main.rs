@@ -1,6 +1,7 @@
 //! The `h2htalk` binary: clap commands that wire the crates together, nothing more.
 
 mod commands;
+mod progress;
 
 use std::process::ExitCode;
 

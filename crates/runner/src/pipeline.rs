@@ -12,23 +12,25 @@ use crate::assess::{Assessment, assess};
 use crate::generate::{Counters, GenerateOptions, GenerationReport, generate};
 use crate::models::metric_models;
 use crate::plan::{NewRun, Planned, Resume, create, plan_resume, prepare};
-use crate::progress::{Lane, Phase, Progress};
+use crate::progress::{Lane, Phase};
 use crate::score::score_run;
 use crate::{Result, RunError};
 
-/// Where a run goes and how it shows itself.
+/// Where a run goes and where it keeps its progress.
 #[derive(Clone, Default)]
 pub struct RunOptions {
     /// The run store (SQLite).
     pub db: PathBuf,
     /// Where the run's report goes (default: `reports/RUN_ID/` beside the store).
     pub report_dir: Option<PathBuf>,
-    /// No progress display.
-    pub quiet: bool,
-    /// The run's line in a sweep's progress view: the run then shows its phase there instead of
-    /// drawing its own bar.
+    /// Where the run keeps its phase and generation counters for a display (none: nobody watches).
     pub lane: Option<Arc<Lane>>,
+    /// Told a sweep's lanes, one per model, once the sweep knows its models (to show them).
+    pub on_lanes: Option<OnLanes>,
 }
+
+/// What a sweep tells its lanes to ([`RunOptions::on_lanes`]).
+pub type OnLanes = Arc<dyn Fn(Vec<Arc<Lane>>) + Send + Sync>;
 
 /// A new run, or a stored one to continue.
 pub enum Start {
@@ -100,13 +102,9 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         // A resumed run knows what it has spent: the cost limit counts on from there.
         let spent = spent_usd(&store, &run_id, &spec)?;
         counters.cost_micro_usd.store((spent * 1e6).round() as u64, Ordering::Relaxed);
-        let progress = match &lane {
-            Some(l) => {
-                l.attach(counters.clone(), schedulers);
-                None
-            }
-            None => Some(Progress::start(model.clone(), counters.clone(), schedulers, options.quiet)),
-        };
+        if let Some(l) = &lane {
+            l.attach(counters.clone(), schedulers);
+        }
         let result = generate(
             PathBuf::from(store.path()),
             &run_id,
@@ -117,15 +115,13 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
             counters,
         )
         .await;
-        if let Some(p) = progress {
-            p.finish().await;
-        }
         Some(result?)
     };
 
     let pending = crate::generate::pending(&store, &run_id, false)?.len();
     phase(Phase::Score);
     score_run(&mut store, &run_id, spec.scoring.profile, neural.as_ref(), &spec.suite.label())?;
+    crate::baselines::ensure_baselines(&mut store, &run_id, &suite, spec.scoring.profile, neural.as_ref())?;
     let assessment =
         assess(&mut store, &run_id, &spec, &suite, &prompts, &judge_texts, &resolved, lane.as_deref()).await?;
     phase(Phase::Report);

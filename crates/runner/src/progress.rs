@@ -1,87 +1,12 @@
-//! Progress of a generation phase: a bar on a terminal, plain log lines otherwise; and the view of
-//! a sweep, one line per model (with the phase it is in) plus the total.
+//! What a run is doing, kept for whoever shows it: its phase and, while it generates, its
+//! counters. The runner only keeps these numbers; the binary draws them (a bar or one line per
+//! model on a terminal, log lines otherwise).
 
-use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use crate::generate::Counters;
 use h2htalk_llm::Scheduler;
-use indicatif::{ProgressBar, ProgressStyle};
-
-/// Shows progress until the returned handle is finished.
-pub struct Progress {
-    stop: tokio::sync::watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-fn status(counters: &Counters, schedulers: &[Arc<Scheduler>]) -> String {
-    let retries: u64 = schedulers.iter().map(|s| s.stats.retries.load(Ordering::Relaxed)).sum();
-    let backoff = schedulers.iter().map(|s| s.stats.last_backoff_ms.load(Ordering::Relaxed)).max().unwrap_or(0);
-    let limits: Vec<String> = schedulers.iter().map(|s| s.limit().to_string()).collect();
-    format!(
-        "failed {} | retries {retries} | backoff {backoff} ms | concurrency {} | tokens {}/{} | ${:.4}",
-        counters.failed.load(Ordering::Relaxed),
-        limits.join("+"),
-        counters.input_tokens.load(Ordering::Relaxed),
-        counters.output_tokens.load(Ordering::Relaxed),
-        counters.cost_usd(),
-    )
-}
-
-impl Progress {
-    pub fn start(label: String, counters: Arc<Counters>, schedulers: Vec<Arc<Scheduler>>, quiet: bool) -> Progress {
-        let (stop, mut stopped) = tokio::sync::watch::channel(false);
-        let terminal = std::io::stderr().is_terminal() && !quiet;
-        let task = tokio::spawn(async move {
-            let started = Instant::now();
-            let bar = terminal.then(|| {
-                let bar = ProgressBar::new(counters.total.load(Ordering::Relaxed) as u64);
-                bar.set_style(
-                    ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} {per_sec} ETA {eta} | {msg}")
-                        .expect("template")
-                        .progress_chars("=> "),
-                );
-                bar.set_prefix(label.clone());
-                bar
-            });
-            let period = if terminal { Duration::from_millis(200) } else { Duration::from_secs(10) };
-            loop {
-                let finished = tokio::time::timeout(period, stopped.changed()).await.is_ok();
-                let done = counters.done();
-                let total = counters.total.load(Ordering::Relaxed);
-                match &bar {
-                    Some(bar) => {
-                        bar.set_length(total as u64);
-                        bar.set_position(done as u64);
-                        bar.set_message(status(&counters, &schedulers));
-                    }
-                    None if !quiet => {
-                        let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                        eprintln!(
-                            "{label}: {done}/{total} items, {rate:.1} items/s | {}",
-                            status(&counters, &schedulers)
-                        );
-                    }
-                    None => {}
-                }
-                if finished {
-                    if let Some(bar) = bar {
-                        bar.finish();
-                    }
-                    break;
-                }
-            }
-        });
-        Progress { stop, task }
-    }
-
-    pub async fn finish(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
-    }
-}
 
 /// What a run of a sweep is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +41,25 @@ impl Phase {
     }
 }
 
-/// One model's line in a sweep's progress view: its phase and, while it generates, its counters.
+/// A generation phase's numbers at one moment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GenerationStatus {
+    /// Items answered or failed, of `total`.
+    pub done: usize,
+    pub total: usize,
+    pub failed: usize,
+    /// Retries over the model's endpoints, and the last backoff among them.
+    pub retries: u64,
+    pub backoff_ms: u64,
+    /// Each endpoint's concurrency limit now.
+    pub concurrency: Vec<usize>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+/// One run's progress: its label (the model), phase and, while it generates, its counters. A run
+/// given a lane ([`crate::RunOptions::lane`]) keeps it up to date.
 pub struct Lane {
     pub label: String,
     phase: Mutex<Phase>,
@@ -136,91 +79,30 @@ impl Lane {
         *self.phase.lock().unwrap()
     }
 
-    /// Shows this generation phase's counters on the lane.
+    /// Follows this generation phase's counters.
     pub fn attach(&self, counters: Arc<Counters>, schedulers: Vec<Arc<Scheduler>>) {
         *self.generation.lock().unwrap() = Some((counters, schedulers));
     }
 
-    /// (items done, items to do) of the generation phase, when one ran.
-    fn counts(&self) -> Option<(usize, usize)> {
-        self.generation.lock().unwrap().as_ref().map(|(c, _)| (c.done(), c.total.load(Ordering::Relaxed)))
+    /// The generation phase's numbers now, when one ran.
+    pub fn generation(&self) -> Option<GenerationStatus> {
+        let g = self.generation.lock().unwrap();
+        let (c, schedulers) = g.as_ref()?;
+        Some(GenerationStatus {
+            done: c.done(),
+            total: c.total.load(Ordering::Relaxed),
+            failed: c.failed.load(Ordering::Relaxed),
+            retries: schedulers.iter().map(|s| s.stats.retries.load(Ordering::Relaxed)).sum(),
+            backoff_ms: schedulers.iter().map(|s| s.stats.last_backoff_ms.load(Ordering::Relaxed)).max().unwrap_or(0),
+            concurrency: schedulers.iter().map(|s| s.limit()).collect(),
+            input_tokens: c.input_tokens.load(Ordering::Relaxed),
+            output_tokens: c.output_tokens.load(Ordering::Relaxed),
+            cost_usd: c.cost_usd(),
+        })
     }
 
-    fn line(&self) -> String {
-        let phase = self.phase();
-        match self.generation.lock().unwrap().as_ref() {
-            Some((c, s)) if phase == Phase::Generate => {
-                format!("{:<9} {}/{} | {}", phase.as_str(), c.done(), c.total.load(Ordering::Relaxed), status(c, s))
-            }
-            _ => phase.as_str().to_string(),
-        }
-    }
-}
-
-/// The progress view of a sweep until [`Board::finish`]: one line per model and the total.
-pub struct Board(Progress);
-
-impl Board {
-    pub fn start(lanes: Vec<Arc<Lane>>, quiet: bool) -> Board {
-        let (stop, mut stopped) = tokio::sync::watch::channel(false);
-        let terminal = std::io::stderr().is_terminal() && !quiet;
-        let task = tokio::spawn(async move {
-            let multi = indicatif::MultiProgress::new();
-            let style = ProgressStyle::with_template("{prefix:<28} {msg}").expect("template");
-            let bars: Vec<ProgressBar> = if terminal {
-                lanes
-                    .iter()
-                    .map(|l| {
-                        let b = multi.add(ProgressBar::new(0).with_style(style.clone()));
-                        b.set_prefix(l.label.clone());
-                        b
-                    })
-                    .chain(std::iter::once({
-                        let b = multi.add(ProgressBar::new(0).with_style(style.clone()));
-                        b.set_prefix("total");
-                        b
-                    }))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let period = if terminal { Duration::from_millis(200) } else { Duration::from_secs(10) };
-            loop {
-                let finished = tokio::time::timeout(period, stopped.changed()).await.is_ok();
-                let (mut done, mut total) = (0, 0);
-                for l in &lanes {
-                    if let Some((d, t)) = l.counts() {
-                        done += d;
-                        total += t;
-                    }
-                }
-                let finished_runs =
-                    lanes.iter().filter(|l| matches!(l.phase(), Phase::Done | Phase::Reused | Phase::Failed)).count();
-                let total_line =
-                    format!("{finished_runs}/{} runs finished | {done}/{total} items generated", lanes.len());
-                if terminal {
-                    for (b, l) in bars.iter().zip(&lanes) {
-                        b.set_message(l.line());
-                    }
-                    bars.last().expect("a total line").set_message(total_line);
-                } else if !quiet {
-                    for l in &lanes {
-                        eprintln!("{}: {}", l.label, l.line());
-                    }
-                    eprintln!("total: {total_line}");
-                }
-                if finished {
-                    for b in &bars {
-                        b.finish();
-                    }
-                    break;
-                }
-            }
-        });
-        Board(Progress { stop, task })
-    }
-
-    pub async fn finish(self) {
-        self.0.finish().await
+    /// Whether the run is over (done, reused or failed).
+    pub fn finished(&self) -> bool {
+        matches!(self.phase(), Phase::Done | Phase::Reused | Phase::Failed)
     }
 }

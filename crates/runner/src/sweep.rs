@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::pipeline::{RunOptions, Start, execute};
 use crate::plan::{NewRun, Planned, Resume, prepare};
-use crate::progress::{Board, Lane, Phase};
+use crate::progress::{Lane, Phase};
 use crate::{Result, RunError};
 
 /// What a sweep is: its name, its models in order, and the run each of them gets.
@@ -52,6 +52,9 @@ pub struct SweepOutcome {
     #[serde(skip)]
     pub report: Option<ReportPaths>,
     pub report_dir: Option<PathBuf>,
+    /// What went wrong without stopping the sweep (a run that could not be recorded in it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The runs of the same model, SAP mode and protocol as `planned`, best first: complete ones, then
@@ -118,9 +121,12 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
     let recorded = store.sweep(&spec.name)?.map(|s| s.runs).unwrap_or_default();
 
     let lanes: Vec<Arc<Lane>> = labels.iter().map(|l| Lane::new(l.clone())).collect();
-    let board = Board::start(lanes.clone(), options.quiet);
+    if let Some(show) = &options.on_lanes {
+        show(lanes.clone());
+    }
     let mut members: Vec<Option<Member>> = vec![None; labels.len()];
     let mut tasks = Vec::new();
+    let warnings = Arc::new(std::sync::Mutex::new(Vec::new()));
     for (i, planned) in prepared.into_iter().enumerate() {
         let candidates = reusable(&runs, &planned, &fingerprint);
         // The run this sweep recorded for the model comes first when it still matches.
@@ -149,8 +155,9 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
         // Each run's own report goes to its default place (`reports/RUN_ID/` beside the store): one
         // `--report-dir` shared by several runs would have them overwrite one another.
         let run_options =
-            RunOptions { lane: Some(lanes[i].clone()), quiet: true, report_dir: None, db: options.db.clone() };
+            RunOptions { lane: Some(lanes[i].clone()), on_lanes: None, report_dir: None, db: options.db.clone() };
         let (db, name, label) = (options.db.clone(), spec.name.clone(), labels[i].clone());
+        let warnings = warnings.clone();
         let handle = tokio::runtime::Handle::current();
         // Each run on its own thread: scoring and local generation block, and must not hold up the
         // other models' requests.
@@ -161,7 +168,7 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
                 handle.block_on(execute(start.0, &run_options, |run_id, _, _| {
                     // Recorded as soon as the run exists, so that a crash leaves it to resume.
                     if let Err(e) = Store::open(&db).and_then(|s| s.set_sweep_run(&name, i, run_id)) {
-                        eprintln!("warning: sweep {name}: cannot record the run of {label}: {e}");
+                        warnings.lock().unwrap().push(format!("sweep {name}: cannot record the run of {label}: {e}"));
                     }
                 }))
             }),
@@ -191,7 +198,6 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
             }
         });
     }
-    board.finish().await;
     let members: Vec<Member> = members.into_iter().map(|m| m.expect("every model is answered for")).collect();
     // The recorded run ids (a failed member may still have a stored, resumable run).
     let stored = store.sweep(&spec.name)?.map(|s| s.runs).unwrap_or_default();
@@ -216,6 +222,7 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
         members,
         report_dir: report.as_ref().map(|r| r.dir.clone()),
         report,
+        warnings: std::mem::take(&mut *warnings.lock().unwrap()),
     })
 }
 

@@ -10,6 +10,7 @@ use h2htalk_report::RunSummary;
 use h2htalk_runner::models::default_model;
 use h2htalk_runner::pipeline::{RunOptions, Start};
 use h2htalk_runner::plan::ModelOverrides;
+use h2htalk_runner::progress::Lane;
 use h2htalk_runner::{NewRun, Resume};
 use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec, ValiditySpec};
 use serde_json::json;
@@ -270,19 +271,30 @@ impl RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let label = match (&args.resume, &args.model) {
+        (Some(id), _) => format!("run {id}"),
+        (None, Some(m)) => m.to_string(),
+        (None, None) => default_model().to_string(),
+    };
+    let lane = Lane::new(label);
     let options = RunOptions {
         db: args.store.db.clone(),
         report_dir: args.report_dir.clone(),
-        quiet: args.quiet || args.json,
-        lane: None,
+        lane: Some(lane.clone()),
+        on_lanes: None,
     };
     let json_out = args.json;
     let db = args.store.db.display().to_string();
+    let display = crate::progress::Display::run(lane, args.quiet || args.json);
     let out = rt.block_on(h2htalk_runner::execute(args.start()?, &options, |run_id, n, model| {
         if !json_out {
             eprintln!("run {run_id}: {n} item(s) to generate with {model} (db {db})");
         }
-    }))?;
+    }));
+    if let Some(d) = display {
+        d.finish();
+    }
+    let out = out?;
     let s = &out.summary;
     if json_out {
         let v = json!({

@@ -1,12 +1,15 @@
 //! `h2htalk sweep`: several models under one protocol, and what it prints.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use h2htalk_llm::{Config, ModelRef};
 use h2htalk_runner::models::default_config_path;
 use h2htalk_runner::pipeline::RunOptions;
-use h2htalk_runner::sweep::{SweepSpec, resume, sweep};
+use h2htalk_runner::sweep::{SweepOutcome, SweepSpec, resume, sweep};
+
+use crate::progress::Display;
 
 use super::args::DbArg;
 use super::run::{EndpointArgs, ProtocolArgs};
@@ -45,37 +48,51 @@ pub struct SweepArgs {
     quiet: bool,
 }
 
+/// The sweep of `args` (a new one, or a stored one resumed), run with `options`.
+fn start(args: &SweepArgs, rt: &tokio::runtime::Runtime, options: &RunOptions) -> anyhow::Result<SweepOutcome> {
+    if let Some(name) = &args.resume {
+        return Ok(rt.block_on(resume(name, options))?);
+    }
+    let mut models = args.models.clone();
+    if args.all_models {
+        let path = args.endpoint.config.clone().or_else(default_config_path).ok_or_else(|| {
+            anyhow::anyhow!("--all-models needs a config file: give --config FILE or put h2htalk.toml here")
+        })?;
+        let cfg = Config::load(&path)?;
+        let named = cfg.model.iter().map(|m| ModelRef::Named(m.name.clone()));
+        models.extend(named.filter(|n| !args.models.contains(n)));
+    }
+    // The template's model is replaced by each member's (the runner refuses a sweep of none).
+    let first = models.first().cloned().unwrap_or_else(h2htalk_runner::models::default_model);
+    let requests = models.into_iter().map(|m| args.endpoint.request(m)).collect();
+    let spec = SweepSpec {
+        name: args.name.clone().expect("clap requires --name"),
+        models: requests,
+        run: args.protocol.new_run(args.endpoint.request(first))?,
+    };
+    Ok(rt.block_on(sweep(spec, options))?)
+}
+
 pub fn run(args: SweepArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // The display starts when the sweep knows its models, and stops when it returns.
+    let quiet = args.quiet || args.json;
+    let display = Arc::new(Mutex::new(None));
+    let shown = display.clone();
     let options = RunOptions {
         db: args.store.db.clone(),
         report_dir: args.report_dir.clone(),
-        quiet: args.quiet || args.json,
         lane: None,
+        on_lanes: Some(Arc::new(move |lanes| *shown.lock().unwrap() = Display::sweep(lanes, quiet))),
     };
-    let out = match &args.resume {
-        Some(name) => rt.block_on(resume(name, &options))?,
-        None => {
-            let mut models = args.models.clone();
-            if args.all_models {
-                let path = args.endpoint.config.clone().or_else(default_config_path).ok_or_else(|| {
-                    anyhow::anyhow!("--all-models needs a config file: give --config FILE or put h2htalk.toml here")
-                })?;
-                let cfg = Config::load(&path)?;
-                let named = cfg.model.iter().map(|m| ModelRef::Named(m.name.clone()));
-                models.extend(named.filter(|n| !args.models.contains(n)));
-            }
-            // The template's model is replaced by each member's (the runner refuses a sweep of none).
-            let first = models.first().cloned().unwrap_or_else(h2htalk_runner::models::default_model);
-            let requests = models.into_iter().map(|m| args.endpoint.request(m)).collect();
-            let spec = SweepSpec {
-                name: args.name.clone().expect("clap requires --name"),
-                models: requests,
-                run: args.protocol.new_run(args.endpoint.request(first))?,
-            };
-            rt.block_on(sweep(spec, &options))?
-        }
-    };
+    let out = start(&args, &rt, &options);
+    if let Some(d) = display.lock().unwrap().take() {
+        d.finish();
+    }
+    let out = out?;
+    for w in &out.warnings {
+        eprintln!("warning: {w}");
+    }
     if args.json {
         let mut v = serde_json::to_value(&out)?;
         v["report"] = serde_json::json!(out.report.as_ref().map(|r| r.html.clone()));
