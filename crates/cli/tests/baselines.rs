@@ -86,37 +86,28 @@ fn db_arg(db: &Path) -> &str {
     db.to_str().unwrap()
 }
 
+/// A run of a model that answers every prompt with `line` (an empty script key matches every
+/// prompt), stored in `dir/runs.db`, with `extra` arguments; its `--json` output.
+fn constant_run(line: &str, dir: &Path, extra: &[&str]) -> Value {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let script = vec![(String::new(), line.to_string())];
+    let server = rt.block_on(TestServer::start(ServerConfig { script, ..Default::default() }, 0)).unwrap();
+    let (url, suite, db) = (server.base_url(), suite(), dir.join("runs.db"));
+    let args = ["run", "--model", "openai:constant", "--base-url", &url, "--suite", &suite, "--db", db_arg(&db)];
+    serde_json::from_slice(&ok(h2htalk(&[&args[..], &["--metrics", "lexical", "--json"], extra].concat()))).unwrap()
+}
+
 #[test]
 fn a_run_that_answers_every_prompt_with_one_line_is_flagged_below_the_strongest_baseline() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    // The constant answer: an empty key matches every prompt.
-    let line = "（轻轻握住你的手）我在这里陪着你，慢慢说。3fa9c1".to_string();
-    let server = rt
-        .block_on(TestServer::start(ServerConfig { script: vec![(String::new(), line)], ..Default::default() }, 0))
-        .unwrap();
+    // The constant answer.
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("runs.db");
-    let url = server.base_url();
-    let suite = suite();
-    let out: Value = serde_json::from_slice(&ok(h2htalk(&[
-        "run",
-        "--model",
-        "openai:constant",
-        "--base-url",
-        &url,
-        "--suite",
-        &suite,
-        "--db",
-        db_arg(&db),
-        "--metrics",
-        "lexical",
-        "--limit",
-        "4",
-        "--json",
-        "--report-dir",
-        dir.path().join("report").to_str().unwrap(),
-    ])))
-    .unwrap();
+    let report = dir.path().join("report");
+    let out = constant_run(
+        "（轻轻握住你的手）我在这里陪着你，慢慢说。3fa9c1",
+        dir.path(),
+        &["--limit", "4", "--report-dir", report.to_str().unwrap()],
+    );
     let run_id = out["run_id"].as_str().unwrap();
     let section = &out["assessment"]["baselines"];
     assert_eq!(section["metric"], "rougeL", "{section}");
@@ -143,7 +134,6 @@ fn a_run_that_answers_every_prompt_with_one_line_is_flagged_below_the_strongest_
     let show: Value =
         serde_json::from_slice(&ok(h2htalk(&["runs", "show", run_id, "--db", db_arg(&db), "--json"]))).unwrap();
     assert_eq!(show["assessments"]["baselines"], *section);
-    let report = dir.path().join("report");
     let lb: Value = serde_json::from_str(&std::fs::read_to_string(report.join("leaderboard.json")).unwrap()).unwrap();
     assert_eq!(lb["ranking"].as_array().unwrap().len(), 1);
     let rows: Vec<&str> = lb["baselines"].as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap()).collect();
@@ -194,36 +184,8 @@ fn the_safety_rules_decide_a_baseline_as_they_decide_a_run_that_gives_the_same_a
         .collect();
     assert_eq!(zh.len(), 66);
     assert!(zh.iter().all(|x| x["answer"] == line), "the baseline's line is the test's");
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let server = rt
-        .block_on(TestServer::start(
-            ServerConfig { script: vec![(String::new(), line.to_string())], ..Default::default() },
-            0,
-        ))
-        .unwrap();
     let dir = TempDir::new().unwrap();
-    let db = dir.path().join("runs.db");
-    let url = server.base_url();
-    let out: Value = serde_json::from_slice(&ok(h2htalk(&[
-        "run",
-        "--model",
-        "openai:constant",
-        "--base-url",
-        &url,
-        "--suite",
-        &suite,
-        "--db",
-        db_arg(&db),
-        "--metrics",
-        "lexical",
-        "--tasks",
-        "dialogue_base",
-        "--limit",
-        "1",
-        "--safety",
-        "--json",
-    ])))
-    .unwrap();
+    let out = constant_run(line, dir.path(), &["--tasks", "dialogue_base", "--limit", "1", "--safety"]);
     let judges = out["assessment"]["safety"]["judges"].as_array().unwrap();
     assert_eq!(judges.len(), 1);
     let run_zh = judges[0]["per_lang"].as_array().unwrap().iter().find(|g| g["group"] == "zh").unwrap();

@@ -182,7 +182,12 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
         list.lines().nth(1).map(|l| l.split_whitespace().next().unwrap().to_string())
     };
     // The items of the suite (its sub-task scenarios), and how many answers a run has committed.
-    let total = h2htalk_data::load_suite(std::path::Path::new(&suite)).unwrap().scenarios.iter().filter(|s| !h2htalk_data::Suite::is_safety(s)).count();
+    let total = h2htalk_data::load_suite(std::path::Path::new(&suite))
+        .unwrap()
+        .scenarios
+        .iter()
+        .filter(|s| !h2htalk_data::Suite::is_safety(s))
+        .count();
     let committed = |id: &str| h2htalk_store::Store::open_read_only(&db).unwrap().generations(id).unwrap().len();
     // kill -9 at seeded random points, resuming each time, then let the last resume finish. Each
     // kill is timed from the process's own first commit (so that it interrupts work that process
@@ -215,12 +220,19 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
             std::thread::sleep(Duration::from_millis(10));
         }
         std::thread::sleep(Duration::from_millis(wait));
-        assert!(child.try_wait().unwrap().is_none(), "the run finished before the kill {wait} ms after its first commit");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run finished before the kill {wait} ms after its first commit"
+        );
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         kills.push(wait);
         let after = committed(&run_id().unwrap());
-        assert!(before < after && after < total, "kill {}: {before} committed before, {after} after, of {total}", kills.len());
+        assert!(
+            before < after && after < total,
+            "kill {}: {before} committed before, {after} after, of {total}",
+            kills.len()
+        );
         committed_before.push(after);
     }
     let run_id = run_id().expect("a run was created before the kills");
@@ -326,7 +338,10 @@ fn judge_simulator_safety_and_format_checks_are_reported_with_their_failures() {
         |name: &str| checks["groups"].as_array().unwrap().iter().find(|g| g["group"] == name).unwrap().clone();
     let middle = check_group("itinerary_middle");
     assert!(middle["checks"].as_array().unwrap().iter().any(|c| c["check"] == "timed_plan"), "{middle}");
-    assert_eq!((check_group("overall")["items_checked"].as_u64(), check_group("sap_safety")["items_checked"].as_u64()), (Some(4), Some(132)));
+    assert_eq!(
+        (check_group("overall")["items_checked"].as_u64(), check_group("sap_safety")["items_checked"].as_u64()),
+        (Some(4), Some(132))
+    );
 
     let judge = &a["judge"]["judges"][0];
     assert_eq!(judge["judge"], "openai:judge");
@@ -392,10 +407,8 @@ fn redact_masks_personal_data_in_the_store_and_the_export() {
         ("11010519491231002X", "[ID]"),
         ("4111111111111111", "[CARD]"),
     ];
-    let pii = format!(
-        "请打电话 {} 或写信到 {}，身份证号{}，卡号{}",
-        SECRETS[0].0, SECRETS[1].0, SECRETS[2].0, SECRETS[3].0
-    );
+    let pii =
+        format!("请打电话 {} 或写信到 {}，身份证号{}，卡号{}", SECRETS[0].0, SECRETS[1].0, SECRETS[2].0, SECRETS[3].0);
     let rt = runtime();
     let script = vec![("".to_string(), pii.clone())];
     let server = rt.block_on(TestServer::start(ServerConfig { script, ..Default::default() }, 0)).unwrap();
@@ -709,19 +722,9 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     assert!(String::from_utf8_lossy(&twice.stderr).contains("given twice"), "{twice:?}");
 
     let suite = suite();
-    let check = h2htalk(&[
-        "judge",
-        "validate",
-        "--judge",
-        "openai:judge-a",
-        "--judge-base-url",
-        &ua,
-        "--suite",
-        &suite,
-        "--limit",
-        "1",
-        "--json",
-    ]);
+    let validate =
+        ["judge", "validate", "--judge", "openai:judge-a", "--judge-base-url", &ua, "--suite", &suite, "--limit", "1"];
+    let check = h2htalk(&[&validate[..], &["--json"]].concat());
     assert!(check.status.success(), "{check:?}");
     let report: Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(report["families"]["dialogue"]["persona_break"]["n"], 1, "{report}");
@@ -732,18 +735,7 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     // on the command line: not set, never 0).
     assert!(report["stored_with_run"].is_null() && report["cost_usd"].is_null(), "{report}");
     assert_eq!(report["cost_note"], "price not set");
-    let text = common::stdout(&h2htalk(&[
-        "judge",
-        "validate",
-        "--judge",
-        "openai:judge-a",
-        "--judge-base-url",
-        &ua,
-        "--suite",
-        &suite,
-        "--limit",
-        "1",
-    ]));
+    let text = common::stdout(&h2htalk(&validate));
     assert!(text.contains("cost price not set; not stored (no --run)"), "{text}");
     // With --run the check and its tokens are stored with that run (purpose validity), added to
     // what the run's own check recorded.
