@@ -227,7 +227,7 @@ fn a_killed_run_resumes_without_redoing_or_losing_anything() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         kills.push(wait);
-        let after = committed(&run_id().unwrap());
+        let after = committed(&run_id().expect("the kill landed before the process had created its run"));
         assert!(
             before < after && after < total,
             "kill {}: {before} committed before, {after} after, of {total}",
