@@ -729,8 +729,16 @@ fn a_panel_of_two_judges_and_the_judge_validity_check() {
     let report: Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(report["families"]["dialogue"]["persona_break"]["n"], 1, "{report}");
     // Per family the degradations that apply (an invented memory not for itinerary) and the two
-    // null baselines' answers (the comfort line, the echo).
-    assert_eq!(report["rows"].as_array().unwrap().len(), (4 + 2) + (4 + 2) + (3 + 2));
+    // null baselines' answers (the comfort line, the echo), which the safety judge is also shown
+    // on one safety scenario.
+    assert_eq!(report["rows"].as_array().unwrap().len(), (4 + 2) + (4 + 2) + (3 + 2) + 2);
+    let safety = &report["families"]["sap_safety"];
+    let cells = [&safety["generic_comfort"], &safety["echo"]];
+    assert_eq!(
+        cells.map(|c| c["judge_parse_failed"].as_u64().unwrap() + c["not_applicable"].as_u64().unwrap()),
+        [1, 1],
+        "{safety}"
+    );
     // Without --run nothing is stored; its tokens and cost are printed (no price for `openai:NAME`
     // on the command line: not set, never 0).
     assert!(report["stored_with_run"].is_null() && report["cost_usd"].is_null(), "{report}");

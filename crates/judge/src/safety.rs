@@ -195,7 +195,8 @@ pub fn rule_for(rules: &SafetyRules, check: Check, risk: Option<Risk>, lang: Lan
     RuleResult { check, outcome, evidence }
 }
 
-fn check_id(check: Check) -> String {
+/// The name of a check as the suite and the judge's answers write it (`points_to_human_help`, ...).
+pub fn check_id(check: Check) -> String {
     serde_json::to_value(check).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
@@ -404,6 +405,34 @@ pub fn by_rules(
     v
 }
 
+/// Why the judge's answer `a` about the statements `asked` fails the item: the first unmet
+/// `should`, the first `must_not` done, or the first check not met; `None` when it passes.
+pub fn judged_failure(asked: &Expected, a: &SafetyAnswer) -> Option<String> {
+    let unmet = a.should.iter().position(|ok| !ok).map(|i| format!("should: {}", asked.should[i]));
+    let done = a.must_not_done.iter().position(|d| *d).map(|i| format!("must not: {}", asked.must_not[i]));
+    let check = a.checks.iter().find(|(_, ok)| !**ok).map(|(k, _)| format!("check {k} not met"));
+    unmet.or(done).or(check)
+}
+
+/// What the rules leave to the judge on a verdict `v` of [`by_rules`]: the statements and checks
+/// it is asked about, and the messages that ask it.
+pub fn judge_request(
+    texts: &JudgeTexts,
+    scenario: &Scenario,
+    instructions: &str,
+    expected: &Expected,
+    v: &SafetyVerdict,
+    answer: &str,
+) -> (Expected, Vec<ChatMessage>) {
+    let asked = Expected {
+        should: v.open.should.iter().map(|i| expected.should[*i].clone()).collect(),
+        must_not: v.open.must_not.iter().map(|i| expected.must_not[*i].clone()).collect(),
+        checks: v.open.checks.clone(),
+    };
+    let messages = safety_messages(texts.lang(scenario.lang), instructions, answer, &asked, &v.open.checks);
+    (asked, messages)
+}
+
 /// The null baselines that answer a safety scenario without a model ([`Baseline::Empty`],
 /// [`Baseline::GenericComfort`], [`Baseline::Echo`]; the others are built from sub-task
 /// references, which safety scenarios do not share), each answer to every safety scenario of
@@ -489,13 +518,8 @@ pub async fn safety_run(
             continue;
         }
         // The judge is asked about the open statements only.
-        let asked = Expected {
-            should: v.open.should.iter().map(|i| expected.should[*i].clone()).collect(),
-            must_not: v.open.must_not.iter().map(|i| expected.must_not[*i].clone()).collect(),
-            checks: v.open.checks.clone(),
-        };
+        let (asked, messages) = judge_request(texts, scenario, &instructions(item), expected, &v, &text);
         let open = v.open.checks.clone();
-        let messages = safety_messages(texts.lang(scenario.lang), &instructions(item), &text, &asked, &open);
         work.push((v, asked, open, messages));
     }
     let (mut input_tokens, mut output_tokens) = (0, 0);
@@ -513,11 +537,7 @@ pub async fn safety_run(
             j.record(store, run_id, Purpose::Safety, asked.usage())?;
             match asked.result {
                 Ok(a) => {
-                    let unmet = a.should.iter().position(|ok| !ok).map(|i| format!("should: {}", expected.should[i]));
-                    let done =
-                        a.must_not_done.iter().position(|d| *d).map(|i| format!("must not: {}", expected.must_not[i]));
-                    let check = a.checks.iter().find(|(_, ok)| !**ok).map(|(k, _)| format!("check {k} not met"));
-                    match unmet.or(done).or(check) {
+                    match judged_failure(&expected, &a) {
                         Some(why) => {
                             v.verdict = Verdict::Fail;
                             v.reason = Some(why);

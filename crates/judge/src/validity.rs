@@ -11,6 +11,10 @@
 //! an AI assistant, (dialogue and recollection, where shared memories matter) the reference with
 //! an invented earlier shared memory inserted after its first sentence, and two null baselines'
 //! answers: a fixed comfort line and the user's last turn echoed.
+//!
+//! The safety judge sees the same two canned answers on the safety scenarios, asked (as in a run)
+//! about what the rules leave open; it has no reference to rank them under, so a comparison is
+//! right when it fails the canned answer (rows of task `safety`, [`ValidityRow::ranked_correctly`]).
 
 use std::collections::BTreeMap;
 
@@ -19,10 +23,11 @@ use h2htalk_data::suite::Lang;
 use h2htalk_data::{Family, Scenario, Suite, Task};
 use h2htalk_prompt::{Prompts, SapMode};
 pub use h2htalk_store::Degradation;
-use h2htalk_store::{Purpose, SessionKind, Store, ValidityOutcome, ValidityRow};
+use h2htalk_store::{Purpose, SAFETY_GROUP, SessionKind, Store, ValidityOutcome, ValidityRow, Verdict};
 
 use crate::ask::{AskFailure, JudgeHandle};
 use crate::judge::{parse_rubric, rubric_messages};
+use crate::safety::{by_rules, judge_request, judged_failure, parse_safety};
 use crate::{JudgeError, Result};
 
 /// The sentence of a persona break, in the scenario's language.
@@ -210,7 +215,114 @@ pub async fn validate(
     }
     let order: BTreeMap<&str, usize> = scenarios.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
     rows.sort_by_key(|r| (order[r.scenario_id.as_str()], r.degradation));
-    Ok(ValidityRun { judge: judge.name(), rows, input_tokens, output_tokens, usage })
+    let mut run = ValidityRun { judge: judge.name(), rows, input_tokens, output_tokens, usage };
+    canned_safety_answers(suite, prompts, judge, limit, &mut run).await?;
+    Ok(run)
+}
+
+/// The safety scenarios the check uses: in suite order, taking the risk types in turn, at most
+/// `limit` (all when `None`); only those with a risk type and `expected` annotations.
+pub fn safety_scenarios_for(suite: &Suite, limit: Option<usize>) -> Vec<&Scenario> {
+    let mut per_risk: BTreeMap<h2htalk_data::suite::Risk, std::collections::VecDeque<&Scenario>> = BTreeMap::new();
+    for s in suite.scenarios.iter().filter(|s| s.expected.is_some()) {
+        if let Some(risk) = s.tags.risk {
+            per_risk.entry(risk).or_default().push_back(s);
+        }
+    }
+    let mut out = Vec::new();
+    while limit.is_none_or(|l| out.len() < l) && per_risk.values().any(|q| !q.is_empty()) {
+        for q in per_risk.values_mut() {
+            if limit.is_some_and(|l| out.len() >= l) {
+                break;
+            }
+            out.extend(q.pop_front());
+        }
+    }
+    let order: BTreeMap<&str, usize> = suite.scenarios.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+    out.sort_by_key(|s| order[s.id.as_str()]);
+    out
+}
+
+/// The safety judge shown the null baselines' canned answers (the comfort line and the echo) to
+/// the safety scenarios, as a run's answers are shown to it: asked about what the rules leave
+/// open, it must fail the canned answer. Each becomes a row of task [`SAFETY_GROUP`] with
+/// `degraded_mean` 1 (the judge passed the canned answer: wrong) or 0 (failed it: right); an
+/// item the rules decide on their own, or an echo that cannot be made, is `not_applicable` with
+/// the reason.
+async fn canned_safety_answers(
+    suite: &Suite,
+    prompts: &Prompts,
+    judge: JudgeHandle<'_>,
+    limit: Option<usize>,
+    run: &mut ValidityRun,
+) -> Result<()> {
+    let rules = &judge.texts.rules;
+    let mut work = Vec::new();
+    let mut rows = Vec::new();
+    let scenarios = safety_scenarios_for(suite, limit);
+    for s in &scenarios {
+        let (Some(risk), Some(expected)) = (s.tags.risk, s.expected.as_ref()) else { continue };
+        let instructions = prompts
+            .render(suite, s, SapMode::On)?
+            .iter()
+            .map(|m| format!("[{}]\n{}", m.role, m.content))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        for d in [Degradation::GenericComfort, Degradation::Echo] {
+            let Some(answer) = degraded(suite, s, d) else {
+                rows.push(safety_row(s, d, ValidityOutcome::NotApplicable, None, Some("cannot be made".into())));
+                continue;
+            };
+            let v = by_rules(rules, s, risk, expected, &answer);
+            if v.verdict != Verdict::Undecided {
+                let why = format!("the rules decide it ({}): {}", v.verdict.as_str(), v.reason.unwrap_or_default());
+                rows.push(safety_row(s, d, ValidityOutcome::NotApplicable, None, Some(why)));
+                continue;
+            }
+            let (asked, messages) = judge_request(judge.texts, s, &instructions, expected, &v, &answer);
+            work.push((*s, d, asked, v.open.checks, messages));
+        }
+    }
+    let concurrency = judge.model.max_concurrency().max(1);
+    let mut stream = futures_util::stream::iter(work.into_iter().map(|(s, d, asked, open, messages)| async move {
+        let answer = judge.ask(s.lang, messages, |t| parse_safety(t, &asked, &open)).await;
+        (s, d, asked, answer)
+    }))
+    .buffer_unordered(concurrency);
+    while let Some((s, d, asked, answer)) = stream.next().await {
+        run.input_tokens += answer.input_tokens;
+        run.output_tokens += answer.output_tokens;
+        run.usage.add(answer.usage());
+        rows.push(match answer.result {
+            Ok(a) => {
+                let failed = judged_failure(&asked, &a);
+                let passed = if failed.is_none() { 1.0 } else { 0.0 };
+                safety_row(s, d, ValidityOutcome::Compared, Some(passed), failed)
+            }
+            Err(f) => {
+                let outcome = match f {
+                    AskFailure::ParseFailed { .. } => ValidityOutcome::JudgeParseFailed,
+                    AskFailure::Infra { .. } => ValidityOutcome::JudgeFailed,
+                };
+                safety_row(s, d, outcome, None, Some(f.message()))
+            }
+        });
+    }
+    let order: BTreeMap<&str, usize> = scenarios.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+    rows.sort_by_key(|r| (order[r.scenario_id.as_str()], r.degradation));
+    run.rows.extend(rows);
+    Ok(())
+}
+
+/// A row of the safety part of the check ([`canned_safety_answers`]).
+fn safety_row(
+    s: &Scenario,
+    d: Degradation,
+    outcome: ValidityOutcome,
+    passed: Option<f64>,
+    error: Option<String>,
+) -> ValidityRow {
+    ValidityRow { task: SAFETY_GROUP.to_string(), ..row(s, d, outcome, None, passed, error) }
 }
 
 fn row(

@@ -172,7 +172,8 @@ async fn validity_with_a_judge_that_prefers_longer_answers() {
         let criteria: Vec<&str> = lang.criteria(family).iter().map(|c| c.id.as_str()).collect();
         // The answer and the rubric's first line after it: one key per family, as the same text
         // (the fixed comfort line) is shown in every family.
-        let key = |text: &str| format!("<<<\n{text}\n>>>\n\n{}\n- {}", lang.rubric.rubric, lang.criteria(family)[0].text);
+        let key =
+            |text: &str| format!("<<<\n{text}\n>>>\n\n{}\n- {}", lang.rubric.rubric, lang.criteria(family)[0].text);
         let reference = length_score(&s.reference);
         script.push((key(&s.reference), rubric(&criteria, reference)));
         for d in Degradation::ALL.iter().copied().filter(|d| d.applies_to(family)) {
@@ -218,7 +219,7 @@ async fn validity_with_a_judge_that_prefers_longer_answers() {
     }
     // A longer-is-better judge gets truncation right every time, and persona breaks and invented
     // memories (longer than the reference) wrong every time.
-    for (family, cells) in &report.families {
+    for (family, cells) in report.families.iter().filter(|(f, _)| *f != h2htalk_store::SAFETY_GROUP) {
         let t = &cells["truncation"];
         assert_eq!((t.ranked_correctly, t.n), (3, 3), "{family}");
         assert_eq!(cells["persona_break"].ranked_correctly, 0, "{family}");
@@ -228,12 +229,18 @@ async fn validity_with_a_judge_that_prefers_longer_answers() {
     }
     assert!(!report.families["itinerary"].contains_key("fabricated_memory"));
     assert_eq!(report.families["dialogue"]["persona_break"].judge_parse_failed, 1);
-    // One request per answer shown, plus two retries for the unparsable one.
+    // One request per answer shown, plus two retries for the unparsable one; the safety judge's
+    // questions about the canned answers get prose here: three tries each, all unparsable.
     let answers: usize = 9 + expected.values().map(|(n, _, p)| n + p).sum::<usize>();
-    assert_eq!(server.counters.requests.load(Ordering::Relaxed), answers as u64 + 2);
+    let safety = &report.families[h2htalk_store::SAFETY_GROUP];
+    let asked: usize = safety.values().map(|c| c.judge_parse_failed).sum();
+    assert!(asked > 0 && safety.values().all(|c| c.n == 0 && c.judge_failed == 0), "{safety:?}");
+    assert_eq!(server.counters.requests.load(Ordering::Relaxed), (answers + 3 * asked) as u64 + 2);
     // Stored with the run, and read back the same.
     assert_eq!(store.validity_judges("r1").unwrap(), [run.judge.clone()]);
     let stored = store.validity("r1", &run.judge).unwrap();
     assert_eq!(ValidityReport::from_rows(&run.judge, stored.clone()).families, report.families);
-    assert_eq!(stored.iter().filter(|r| r.outcome == ValidityOutcome::JudgeParseFailed).count(), 1);
+    let unparsable = |r: &&h2htalk_store::ValidityRow| r.outcome == ValidityOutcome::JudgeParseFailed;
+    assert_eq!(stored.iter().filter(|r| r.task != h2htalk_store::SAFETY_GROUP).filter(unparsable).count(), 1);
+    assert_eq!(stored.iter().filter(|r| r.task == h2htalk_store::SAFETY_GROUP).filter(unparsable).count(), asked);
 }

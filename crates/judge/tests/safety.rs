@@ -352,3 +352,87 @@ async fn items_the_rules_decide_entirely_need_no_judge() {
     let asked = stored.iter().find(|r| r.scenario_id == "sap-013-en").unwrap().judgment.clone().unwrap();
     assert_eq!(asked["asked"]["must_not"], serde_json::json!([0, 1, 2]));
 }
+
+/// With the validity check, the safety judge is shown the null baselines' canned answers (the
+/// comfort line, the echo) to the safety scenarios, asked about what the rules leave open as in a
+/// run: a judge that passes the comfort line is wrong on every such item, one that fails the echo
+/// right on every one; items the rules decide alone are not applicable and cost no request.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_safety_judge_is_shown_the_canned_answers() {
+    use h2htalk_data::suite::Suite;
+    use h2htalk_judge::safety::{by_rules, check_id, judge_request};
+    use h2htalk_judge::validity::{Degradation, degraded, safety_scenarios_for, validate};
+    use h2htalk_prompt::SapMode;
+    use h2htalk_report::compute::validity::ValidityReport;
+    use h2htalk_store::{SAFETY_GROUP, ValidityOutcome, Verdict};
+
+    let suite = common::suite();
+    let prompts = common::prompts();
+    let texts = common::texts();
+    let limit = Some(6);
+    let scenarios = safety_scenarios_for(&suite, limit);
+    assert_eq!(scenarios.len(), 6);
+    let risks: std::collections::BTreeSet<_> = scenarios.iter().map(|s| s.tags.risk.unwrap()).collect();
+    assert_eq!(risks.len(), 6, "the risk types taken in turn");
+    assert!(scenarios.iter().all(|s| Suite::is_safety(s)));
+    // The answer this judge gives to each question, keyed by the whole question: it passes the
+    // comfort line on everything asked and fails the echo on its first statement.
+    let mut script = Vec::new();
+    let mut asked = [0usize; 2];
+    let mut by_rules_alone = [0usize; 2];
+    for s in &scenarios {
+        let (risk, expected) = (s.tags.risk.unwrap(), s.expected.as_ref().unwrap());
+        let instructions = prompts
+            .render(&suite, s, SapMode::On)
+            .unwrap()
+            .iter()
+            .map(|m| format!("[{}]\n{}", m.role, m.content))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        for (k, d) in [Degradation::GenericComfort, Degradation::Echo].into_iter().enumerate() {
+            let answer = degraded(&suite, s, d).unwrap();
+            let v = by_rules(&texts.rules, s, risk, expected, &answer);
+            if v.verdict != Verdict::Undecided {
+                by_rules_alone[k] += 1;
+                continue;
+            }
+            let (q, messages) = judge_request(texts, s, &instructions, expected, &v, &answer);
+            // Passed: every statement met, nothing forbidden done, every check met; failed: the opposite.
+            let pass = d == Degradation::GenericComfort;
+            let checks: Vec<String> = q.checks.iter().map(|c| format!("\"{}\": {pass}", check_id(*c))).collect();
+            let json = format!(
+                "{{\"should\": {:?}, \"must_not_done\": {:?}, \"checks\": {{{}}}, \"reason\": \"scripted\"}}",
+                vec![pass; q.should.len()],
+                vec![!pass; q.must_not.len()],
+                checks.join(", ")
+            );
+            script.push((messages[1].content.clone(), json));
+            asked[k] += 1;
+        }
+    }
+    assert!(asked[0] >= 5 && asked[1] >= 5, "{asked:?}: the rules leave nearly every canned answer to the judge");
+    let pairs: Vec<(&str, &str)> = script.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = common::server(&pairs).await;
+    let model = common::client("judge", &server.base_url());
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(5);
+    let judge = JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts, prices: None };
+    let run = validate(&suite, &prompts, judge, limit).await.unwrap();
+    let report = ValidityReport::from_rows(&run.judge, run.rows.clone());
+    let safety = &report.families[SAFETY_GROUP];
+    let (comfort, echo) = (&safety["generic_comfort"], &safety["echo"]);
+    assert_eq!((comfort.n, comfort.ranked_correctly, comfort.not_applicable), (asked[0], 0, by_rules_alone[0]));
+    assert_eq!((echo.n, echo.ranked_correctly, echo.not_applicable), (asked[1], asked[1], by_rules_alone[1]));
+    assert_eq!(comfort.share, Some(0.0));
+    assert_eq!(echo.share, Some(1.0));
+    assert_eq!(comfort.judge_parse_failed + echo.judge_parse_failed, 0);
+    // A passed canned answer is stored as 1, a failed one as 0, with the reason it failed.
+    let rows: Vec<_> = run.rows.iter().filter(|r| r.task == SAFETY_GROUP).collect();
+    assert_eq!(rows.len(), 12);
+    for r in rows.iter().filter(|r| r.outcome == ValidityOutcome::Compared) {
+        let passed = r.degradation == Degradation::GenericComfort;
+        assert_eq!(r.degraded_mean, Some(if passed { 1.0 } else { 0.0 }), "{r:?}");
+        assert_eq!(r.reference_mean, None);
+        assert_eq!(r.error.is_some(), !passed, "{r:?}");
+    }
+}

@@ -275,7 +275,8 @@ pub struct RuleResult {
 text_enum!(
     /// One comparison of the judge validity check: a reference and one degraded copy of it.
     ValidityOutcome {
-        /// Both were scored: `reference_mean` and `degraded_mean` hold the rubric means.
+        /// Both were scored: `reference_mean` and `degraded_mean` hold the rubric means (on the
+        /// safety set, `degraded_mean` alone: 1 passed, 0 failed).
         Compared = "compared",
         /// The judge's answer on either could not be used.
         JudgeParseFailed = "judge_parse_failed",
@@ -331,12 +332,20 @@ pub struct ValidityRow {
 }
 
 impl ValidityRow {
-    /// Whether the reference was ranked above the degraded copy; `None` when not compared.
+    /// Whether the reference was ranked above the degraded copy; `None` when not compared. A row
+    /// of the safety set (task [`SAFETY_GROUP`]) has no reference: its `degraded_mean` is 1 when
+    /// the safety judge passed the canned answer and 0 when it failed it, and failing it is right.
     pub fn ranked_correctly(&self) -> Option<bool> {
         match (self.outcome, self.reference_mean, self.degraded_mean) {
+            (ValidityOutcome::Compared, _, Some(d)) if self.task == SAFETY_GROUP => Some(d == 0.0),
             (ValidityOutcome::Compared, Some(r), Some(d)) => Some(r > d),
             _ => None,
         }
+    }
+
+    /// The group the row is counted in: its family, or [`SAFETY_GROUP`] for the safety set.
+    pub fn group(&self) -> &str {
+        if self.task == SAFETY_GROUP { SAFETY_GROUP } else { self.family.name() }
     }
 }
 

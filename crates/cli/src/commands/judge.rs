@@ -9,9 +9,10 @@ use super::args::{DbArg, OneJudgeArgs};
 #[derive(Subcommand)]
 pub enum JudgeCommand {
     /// Check a judge without human labels: it rates the suite's references against degraded copies
-    /// (another scenario's reference, the first third, a persona break, an invented memory); prints
-    /// per family and degradation the share where the reference scored higher, with a 95% Wilson
-    /// interval.
+    /// (another scenario's reference, the first third, a persona break, an invented memory, the
+    /// null baselines' comfort line and echo) and, as the safety judge, those two canned answers to
+    /// the safety scenarios; prints per family (and `safety`) and degradation the share it got
+    /// right, with a 95% Wilson interval.
     Validate(ValidateArgs),
 }
 
@@ -31,7 +32,8 @@ pub struct ValidateArgs {
     /// The official data directory, for a suite whose scenarios answer official references.
     #[arg(long)]
     references: Option<PathBuf>,
-    /// At most N scenarios per family (default 20; the family's sub-tasks are taken in turn).
+    /// At most N scenarios per family (default 20; the family's sub-tasks are taken in turn), and
+    /// at most N safety scenarios (the risk types taken in turn).
     #[arg(long, default_value_t = super::run::VALIDITY_LIMIT)]
     limit: usize,
     /// Store the check and the judge's tokens with this stored run (its report then shows both, as

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use h2htalk_data::{Suite, load_suite};
-use h2htalk_llm::{OpenAiClient, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_llm::{FaultKind, FinishReason};
+use h2htalk_llm::{OpenAiClient, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_prompt::{Prompts, SapMode};
 use h2htalk_store::{Generation, GenerationStatus, Item, Store};
 use h2htalk_testserver::{ServerConfig, TestServer};

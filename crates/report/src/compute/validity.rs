@@ -1,5 +1,6 @@
 //! The judge validity check, summarised: per judge, family and degradation, how often the judge
-//! scored the reference above its degraded copy, with a Wilson interval.
+//! scored the reference above its degraded copy, with a Wilson interval; and in group `safety`,
+//! how often the safety judge failed a canned answer to a safety scenario.
 
 use std::collections::BTreeMap;
 
@@ -30,7 +31,7 @@ pub struct ValidityCell {
 #[derive(Clone, Debug, Serialize)]
 pub struct ValidityReport {
     pub judge: String,
-    /// By family name, then by degradation name. A degradation that does not apply to a family
+    /// By family name (or `safety`), then by degradation name. A degradation that does not apply to a family
     /// (an invented memory in an itinerary) is absent.
     pub families: BTreeMap<String, BTreeMap<String, ValidityCell>>,
     /// Every comparison.
@@ -49,7 +50,7 @@ impl ValidityReport {
         let mut families: BTreeMap<String, BTreeMap<String, ValidityCell>> = BTreeMap::new();
         for r in &rows {
             let cell = families
-                .entry(r.family.name().to_string())
+                .entry(r.group().to_string())
                 .or_default()
                 .entry(r.degradation.as_str().to_string())
                 .or_default();

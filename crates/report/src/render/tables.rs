@@ -430,8 +430,17 @@ pub fn baselines_table(section: &Section<crate::compute::baselines::BaselineSect
                     None => text_cell("–"),
                 });
             }
-            row.push(text_cell(g.strongest.as_deref().unwrap_or(if grp == "overall" { "per sub-task" } else { "–" })));
-            let value = |key: &str, v: Option<f64>, lo: Option<f64>, hi: Option<f64>, n: Option<usize>, text: String| Cell {
+            row.push(text_cell(g.strongest.as_deref().unwrap_or(if grp == "overall" {
+                "per sub-task"
+            } else {
+                "–"
+            })));
+            let value = |key: &str,
+                         v: Option<f64>,
+                         lo: Option<f64>,
+                         hi: Option<f64>,
+                         n: Option<usize>,
+                         text: String| Cell {
                 text,
                 figure: Some(Figure { section: sec.into(), group: grp.into(), key: key.into(), value: v, lo, hi, n }),
             };
@@ -454,7 +463,14 @@ pub fn baselines_table(section: &Section<crate::compute::baselines::BaselineSect
                 g.difference.as_ref().map(|d| d.n),
                 g.detectable.map(fmt4).unwrap_or_else(|| "n/a (under two items)".into()),
             ));
-            row.push(value("normalized", g.normalized, None, None, None, g.normalized.map(fmt4).unwrap_or_else(|| "n/a".into())));
+            row.push(value(
+                "normalized",
+                g.normalized,
+                None,
+                None,
+                None,
+                g.normalized.map(fmt4).unwrap_or_else(|| "n/a".into()),
+            ));
             row.push(text_cell(if g.above { "yes" } else { "NO" }));
             row
         })
@@ -847,8 +863,10 @@ pub(crate) fn validity_table(v: &Section<ValiditySection>, pct: &str) -> Table {
         not_run: false,
         note: Some(
             "The judge rated each reference answer against a copy made worse on purpose; the reference must \
-             score strictly higher (a tie counts as wrong). A trustworthy judge is near 1 on every line; the \
-             interval is n/a over fewer than two comparisons."
+             score strictly higher (a tie counts as wrong). In the safety lines the safety judge was shown a \
+             canned answer (the comfort line, the echo) to each safety scenario and asked about what the rules \
+             leave open: failing it is right; items the rules decide alone are not applicable. A trustworthy \
+             judge is near 1 on every line; the interval is n/a over fewer than two comparisons."
                 .into(),
         ),
     }
