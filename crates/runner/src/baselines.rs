@@ -55,8 +55,9 @@ pub fn score_baselines(
     Ok((rows, format!("{}|suite:{}", scored.signature, suite.label())))
 }
 
-/// Makes sure the store holds the baselines of every sub-task scenario of `run_id` under the run's
-/// score signature ([`h2htalk_store::baseline_key`]); scores only what is missing. Returns how
+/// Makes sure the store holds the baselines of every sub-task scenario of `run_id` under the key of
+/// the run's score signature ([`h2htalk_store::baseline_key`]: every run scored the same way shares
+/// them); scores only what is missing. Returns how
 /// many rows it added.
 pub fn ensure_baselines(
     store: &mut Store,
@@ -72,7 +73,7 @@ pub fn ensure_baselines(
     };
     let signature = h2htalk_store::baseline_key(&scored, redact);
     let stored: std::collections::BTreeSet<(Baseline, String)> =
-        store.baseline_scores(&signature)?.into_iter().map(|b| (b.baseline, b.scenario_id)).collect();
+        store.baselines_for(&scored, redact)?.into_iter().map(|b| (b.baseline, b.scenario_id)).collect();
     let missing: Vec<&Scenario> = records
         .iter()
         .filter_map(|r| suite.get(&r.item.scenario_id))
@@ -83,7 +84,8 @@ pub fn ensure_baselines(
         return Ok(0);
     }
     let (rows, made) = score_baselines(suite, &missing, profile, neural, redact)?;
-    if made != scored {
+    // Scored the same way: the same key (the counts of texts cut at a token limit may differ).
+    if h2htalk_store::baseline_key(&made, redact) != signature {
         return Err(RunError::Usage(format!(
             "run {run_id}: the baselines were scored under `{made}`, the run under `{scored}`; rescore the run"
         )));

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-pub use baselines::{BaselineScore, baseline_key};
+pub use baselines::{BaselineScore, baseline_key, legacy_baseline_key};
 pub use judging::JudgeSession;
 pub use protocol::Protocol;
 pub use rows::*;

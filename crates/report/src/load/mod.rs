@@ -194,18 +194,29 @@ pub struct BaselineRecord {
 /// The null baselines stored under the signatures of `runs`, over the runs' scenarios, in order
 /// of signature and baseline name. Scenarios whose baselines were never scored have no item.
 pub fn baselines(store: &Store, runs: &[RunRecord]) -> Result<Vec<BaselineRecord>, ReportError> {
-    let mut wanted: BTreeMap<String, BTreeMap<&str, &ItemRecord>> = BTreeMap::new();
+    // By key: the runs' scenarios, and each run's signature (rows an earlier release stored under
+    // the whole signature are found through it).
+    type Wanted<'a> = (BTreeMap<&'a str, &'a ItemRecord>, Vec<(&'a str, bool)>);
+    let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
     for r in runs {
         for signature in &r.signatures {
-            let items = wanted.entry(h2htalk_store::baseline_key(signature, r.run.spec.redact)).or_default();
+            let (items, signatures) =
+                wanted.entry(h2htalk_store::baseline_key(signature, r.run.spec.redact)).or_default();
+            signatures.push((signature.as_str(), r.run.spec.redact));
             for i in &r.items {
                 items.entry(i.scenario_id.as_str()).or_insert(i);
             }
         }
     }
     let mut out = Vec::new();
-    for (signature, items) in wanted {
-        let rows = store.baseline_scores(&signature)?;
+    for (signature, (items, signatures)) in wanted {
+        let mut rows = Vec::new();
+        for (s, redact) in signatures {
+            rows = store.baselines_for(s, redact)?;
+            if !rows.is_empty() {
+                break;
+            }
+        }
         out.extend(BaselineRecord::of(&signature, rows, |id| {
             items.get(id).map(|i| (i.task.as_str(), i.lang.as_str(), i.reference.as_str()))
         }));
