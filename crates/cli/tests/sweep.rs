@@ -95,7 +95,8 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     // With the safety set: every section of the report runs (safety by the rules, which fail the
     // crisis items these answers give no human help in).
     let with_safety = |models: &[&'static str]| {
-        let mut a: Vec<String> = sweep_args(&cfg, &db_s, &suite, &judge_url, models).into_iter().map(String::from).collect();
+        let mut a: Vec<String> =
+            sweep_args(&cfg, &db_s, &suite, &judge_url, models).into_iter().map(String::from).collect();
         a.push("--safety".into());
         a
     };
@@ -180,14 +181,26 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
         assert_eq!(r["simulator"]["status"], "run", "{}", r["simulator"]);
         assert!(r["simulator"]["groups_unavailable"].is_null(), "{}", r["simulator"]);
         for key in ["changing_need-stable_need|simulations", "multi_session-single_session|difference"] {
-            assert!(figures.contains_key(&format!("{id}|tag_simulator|{key}")), "no {id}|tag_simulator|{key} in the HTML");
+            assert!(
+                figures.contains_key(&format!("{id}|tag_simulator|{key}")),
+                "no {id}|tag_simulator|{key} in the HTML"
+            );
         }
     }
     assert!(html.contains("id=\"assessments\"") && html.contains("id=\"tags\"") && html.contains("id=\"side\""));
     // The sweep's runs judged pairwise: every pair, one Bradley-Terry ranking of the four.
     let cmp = json_of(&h2htalk(&[
-        "compare", "--sweep", "four", "--db", &db_s, "--judge", "openai:judge", "--judge-base-url", &judge_url,
-        "--format", "json",
+        "compare",
+        "--sweep",
+        "four",
+        "--db",
+        &db_s,
+        "--judge",
+        "openai:judge",
+        "--judge-base-url",
+        &judge_url,
+        "--format",
+        "json",
     ]));
     assert_eq!(cmp["pairs"].as_array().unwrap().len(), 6, "{cmp}");
     assert_eq!(cmp["ranking"]["models"].as_array().map_or(0, |r| r.len()), 4, "{}", cmp["ranking"]);
@@ -208,7 +221,15 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     assert_eq!(off["status"], "complete", "{off}");
     let off_id = off["run_id"].as_str().unwrap();
     let sap_dir = dir.path().join("sap");
-    stdout(&h2htalk(&["report", "--db", &db_s, "--runs", &format!("{on_id},{off_id}"), "--out", sap_dir.to_str().unwrap()]));
+    stdout(&h2htalk(&[
+        "report",
+        "--db",
+        &db_s,
+        "--runs",
+        &format!("{on_id},{off_id}"),
+        "--out",
+        sap_dir.to_str().unwrap(),
+    ]));
     let lb: Value = serde_json::from_str(&std::fs::read_to_string(sap_dir.join("leaderboard.json")).unwrap()).unwrap();
     let html = std::fs::read_to_string(sap_dir.join("report.html")).unwrap();
     assert_eq!(lb["mixed_protocols"], false);
@@ -218,7 +239,10 @@ fn a_sweep_reuses_stored_runs_when_a_model_is_added_and_ranks_all_of_them() {
     assert!(sap["paired"]["n"].as_u64().unwrap() >= 2, "the rules decided crisis items in both runs: {sap}");
     assert!(sap["paired"]["diff"]["lo"].is_f64(), "{sap}");
     let figures = h2htalk_testkit::figures::html_figures(&html);
-    assert!(figures.keys().any(|k| k.starts_with('|') && k.ends_with("|on_minus_off")), "the SAP safety row in the HTML");
+    assert!(
+        figures.keys().any(|k| k.starts_with('|') && k.ends_with("|on_minus_off")),
+        "the SAP safety row in the HTML"
+    );
     for run in [on_id.as_str(), off_id] {
         for section in ["format_checks", "judge", "safety", "simulator", "usage"] {
             let prefix = format!("{run}|{section}");
@@ -349,7 +373,15 @@ fn a_crashed_sweep_resumes_with_one_command_without_asking_again() {
 
     let reports = dir.path().join("elsewhere");
     let out = json_of(&h2htalk(&[
-        "sweep", "--resume", "crash", "--db", &db_s, "--json", "--quiet", "--report-dir", reports.to_str().unwrap(),
+        "sweep",
+        "--resume",
+        "crash",
+        "--db",
+        &db_s,
+        "--json",
+        "--quiet",
+        "--report-dir",
+        reports.to_str().unwrap(),
     ]));
     // The sweep's report goes under --report-dir; each run's own report stays in its default place.
     assert!(reports.join("sweep-crash/report.html").is_file());
@@ -430,4 +462,49 @@ fn a_sweep_refuses_models_that_would_answer_under_different_settings() {
         "--quiet",
     ]));
     assert_eq!(out["members"].as_array().unwrap().len(), 2);
+}
+
+/// With `--parallel-models 1` the models take turns: a model's run is created only once the one
+/// before it is finished, watched in the store while the sweep runs; both complete, and the
+/// other model's server is asked nothing while the first run is the only one. `--parallel-models 0` is refused.
+#[test]
+fn a_sweep_runs_at_most_parallel_models_at_once() {
+    let rt = runtime();
+    let servers: Vec<TestServer> =
+        (0..2).map(|i| start_server(&rt, companion(20 + i, ["我在。", "慢慢来。"][i as usize], 0.0, 60))).collect();
+    let dir = TempDir::new().unwrap();
+    let named: Vec<(&str, &TestServer)> = ["one", "two"].into_iter().zip(servers.iter()).collect();
+    let cfg = config(dir.path(), &named, 1);
+    let db = dir.path().join("runs.db");
+    let (db_s, suite) = (db.to_str().unwrap().to_string(), suite().to_str().unwrap().to_string());
+    let mut args = vec!["sweep", "--name", "turns", "--config", &cfg, "--all-models", "--db", &db_s, "--suite", &suite];
+    args.extend(["--limit", "1", "--metrics", "lexical", "--quiet", "--json", "--parallel-models"]);
+    let zero = h2htalk(&[&args[..], &["0"]].concat());
+    assert!(!zero.status.success() && String::from_utf8_lossy(&zero.stderr).contains("--parallel-models"), "{zero:?}");
+    let mut child =
+        bin().args([&args[..], &["1"]].concat()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    // Watch the store: whenever a second run exists, the first is finished (and its server was
+    // done before the second was asked anything).
+    let (mut watched, mut both_seen) = (0, false);
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(store) = Store::open_read_only(&db) {
+            let runs = store.runs().unwrap_or_default();
+            if runs.len() == 2 {
+                both_seen = true;
+                let first = &runs[0];
+                assert_ne!(first.status, h2htalk_store::RunStatus::Running, "two runs under way at once: {}", first.id);
+            } else if runs.len() == 1 {
+                let asked = [requests(&servers[0]), requests(&servers[1])];
+                assert!(asked.contains(&0), "both models were asked while one ran: {asked:?}");
+            }
+            watched += 1;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out: Value = serde_json::from_reader(child.stdout.take().unwrap()).unwrap();
+    let members = out["members"].as_array().unwrap();
+    assert!(members.iter().all(|m| m["status"] == "complete"), "{out}");
+    assert!(watched > 10 && both_seen, "the sweep was watched while it ran ({watched} looks)");
+    assert_eq!(requests(&servers[0]), 11);
+    assert_eq!(requests(&servers[1]), 11);
 }

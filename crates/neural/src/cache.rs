@@ -1,6 +1,9 @@
-//! An on-disk cache of encodings, off unless `$H2HTALK_NEURAL_CACHE` names a directory: a second
-//! run over the same texts (the references, shared by every model under test) reads their token
-//! vectors and pooled vectors instead of encoding them again.
+//! An on-disk cache of encodings of the references: a second run over the same references
+//! (shared by every model under test) reads their token vectors and pooled vectors instead of
+//! encoding them again. Runs and sweeps keep it beside their store unless told not to
+//! (`--no-encoding-cache`); `h2htalk score` uses it when `$H2HTALK_NEURAL_CACHE` names a
+//! directory. [`prune`] bounds its size on disk, the entries read or written longest ago going
+//! first.
 //!
 //! One file per (model fingerprint, what was kept, text): `DIR/<fingerprint>/<kind>/<sha256 of
 //! the text>.bin`, where kind is `tokens-L<layer>` (the unit token vectors after that layer) or
@@ -62,7 +65,13 @@ impl EncodingCache {
     pub fn get(&self, kind: Kind, text: &str, ids: &[u32], dim: usize) -> Result<Option<(Entry, bool)>> {
         let path = self.path(kind, text);
         let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+            Ok(b) => {
+                // Read now: the last to go when the cache is pruned.
+                if let Ok(f) = std::fs::File::options().append(true).open(&path) {
+                    let _ = f.set_modified(std::time::SystemTime::now());
+                }
+                b
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(NeuralError::io(&path, e)),
         };
@@ -135,6 +144,73 @@ impl EncodingCache {
     }
 }
 
+/// What [`prune`] found and removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Entries and bytes in the cache before.
+    pub entries: usize,
+    pub bytes: u64,
+    /// Entries and bytes removed.
+    pub removed: usize,
+    pub removed_bytes: u64,
+}
+
+/// Removes the entries of the cache under `root` read or written longest ago until it holds at
+/// most `max_bytes` (and leftovers of writes a crash interrupted, which are never entries). A
+/// removed entry is encoded again when needed: pruning never changes a score.
+pub fn prune(root: &Path, max_bytes: u64) -> Result<Pruned> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(NeuralError::io(&dir, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| NeuralError::io(&dir, e))?;
+            let meta = entry.metadata().map_err(|e| NeuralError::io(&entry.path(), e))?;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+                files.push((modified, meta.len(), entry.path()));
+            }
+        }
+    }
+    let mut out = Pruned { entries: files.len(), bytes: files.iter().map(|f| f.1).sum(), ..Pruned::default() };
+    let mut remove = |path: &Path, len: u64| -> Result<()> {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(NeuralError::io(path, e)),
+        }
+        out.removed += 1;
+        out.removed_bytes += len;
+        Ok(())
+    };
+    // A write still under way in another process is younger than an hour: left alone.
+    let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let (entries, leftovers): (Vec<_>, Vec<_>) =
+        files.into_iter().partition(|(_, _, path)| path.extension().is_some_and(|e| e == "bin"));
+    for (modified, len, path) in &leftovers {
+        if *modified < stale {
+            remove(path, *len)?;
+        }
+    }
+    let mut entries = entries;
+    entries.sort();
+    let mut kept: u64 = entries.iter().map(|f| f.1).sum();
+    for (_, len, path) in &entries {
+        if kept <= max_bytes {
+            break;
+        }
+        remove(path, *len)?;
+        kept -= len;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +239,36 @@ mod tests {
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         let err = cache.get(Kind::Pooled, "text", &ids, 2).unwrap_err().to_string();
         assert!(err.contains("broken encoding-cache entry") && err.contains(&path.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn pruning_removes_the_entries_used_longest_ago() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = EncodingCache::new(root.path(), "abc123");
+        let ids = [101, 7, 102];
+        let entry = Entry::Pooled(vec![0.5; 16]);
+        for t in ["a", "b", "c"] {
+            cache.put(Kind::Pooled, t, &ids, false, &entry).unwrap();
+        }
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for (t, age) in [("a", 3), ("b", 1), ("c", 2)] {
+            let f = std::fs::File::options().append(true).open(cache.path(Kind::Pooled, t)).unwrap();
+            f.set_modified(old - std::time::Duration::from_secs(age)).unwrap();
+        }
+        // Reading `a` makes it the newest.
+        assert!(cache.get(Kind::Pooled, "a", &ids, 16).unwrap().is_some());
+        let one = std::fs::metadata(cache.path(Kind::Pooled, "a")).unwrap().len();
+        let leftover = cache.dir.join("pooled").join(".tmpXYZ");
+        std::fs::write(&leftover, b"half").unwrap();
+        std::fs::File::options().append(true).open(&leftover).unwrap().set_modified(old).unwrap();
+        let pruned = prune(root.path(), 2 * one).unwrap();
+        assert_eq!((pruned.entries, pruned.removed), (4, 2), "{pruned:?}");
+        assert_eq!(pruned.bytes, 3 * one + 4);
+        assert!(cache.get(Kind::Pooled, "c", &ids, 16).unwrap().is_none(), "the oldest went first");
+        assert!(cache.get(Kind::Pooled, "a", &ids, 16).unwrap().is_some());
+        assert!(cache.get(Kind::Pooled, "b", &ids, 16).unwrap().is_some());
+        assert!(!cache.dir.join("pooled").join(".tmpXYZ").exists(), "a leftover write goes");
+        assert_eq!(prune(root.path(), 2 * one).unwrap().removed, 0);
+        assert_eq!(prune(&root.path().join("missing"), 0).unwrap(), Pruned::default());
     }
 }

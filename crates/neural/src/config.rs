@@ -60,10 +60,8 @@ pub enum EncoderKind {
 
 impl EncoderConfig {
     pub fn read(path: &Path) -> Result<EncoderConfig> {
-        let text = NeuralError::read_json_text(path)?.ok_or_else(|| NeuralError::Missing {
-            path: path.to_path_buf(),
-            what: "the model's config.json".into(),
-        })?;
+        let text = NeuralError::read_json_text(path)?
+            .ok_or_else(|| NeuralError::Missing { path: path.to_path_buf(), what: "the model's config.json".into() })?;
         let config: EncoderConfig = serde_json::from_str(&text)
             .map_err(|e| NeuralError::malformed(path, format!("not a usable encoder config: {e}")))?;
         config.validate(path)?;

@@ -35,7 +35,9 @@ impl NeuralError {
     pub fn read_json_text(path: &Path) -> Result<Option<String>, NeuralError> {
         match h2htalk_data::input::read_bounded(path, 64 * 1024 * 1024) {
             Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| NeuralError::malformed(path, "is not UTF-8")),
-            Err(h2htalk_data::DataError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(h2htalk_data::DataError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(None)
+            }
             Err(h2htalk_data::DataError::Io { source, .. }) => Err(NeuralError::io(path, source)),
             Err(h2htalk_data::DataError::File { message, .. }) => Err(NeuralError::malformed(path, message)),
             Err(other) => Err(NeuralError::malformed(path, other.to_string())),

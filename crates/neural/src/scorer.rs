@@ -3,7 +3,7 @@
 //! share a model), texts are packed without padding into chunks (see [`Encoder::encode_each`]),
 //! and chunks and pairs are spread over all cores.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -33,8 +33,11 @@ pub struct NeuralSetup {
     pub cut: Option<usize>,
     /// The models are the m3e-small stand-in, not the paper's.
     pub stand_in: bool,
-    /// The on-disk encoding cache (`$H2HTALK_NEURAL_CACHE`), `None` (the default) for none.
+    /// The on-disk encoding cache of the references ([`crate::cache`]): `$H2HTALK_NEURAL_CACHE`
+    /// when loaded, which a run replaces by its own choice; `None` for none.
     pub cache: Option<PathBuf>,
+    /// What the cache served over every call of this setup so far.
+    pub cache_served: Arc<std::sync::Mutex<CacheUse>>,
 }
 
 /// The neural metrics of one pair.
@@ -94,18 +97,21 @@ struct Encoded {
     truncated: bool,
 }
 
-/// How many distinct texts a run read from the encoding cache and how many it encoded and stored.
+/// How many distinct references a run read from the encoding cache and how many it encoded and
+/// stored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheUse {
     pub read: usize,
     pub stored: usize,
 }
 
+/// Encodes each text of `needs` once; with a cache, the texts of `cached` (the references) are
+/// read from it when there and stored in it when not.
 fn encode_all<'a>(
     encoder: &Encoder,
     needs: &HashMap<&'a str, Need>,
     token_layer: usize,
-    cache: Option<&EncodingCache>,
+    cache: Option<(&EncodingCache, &HashSet<&str>)>,
     cache_use: &mut CacheUse,
 ) -> Result<HashMap<&'a str, Encoded>> {
     let texts: Vec<&'a str> = needs.keys().copied().collect();
@@ -116,10 +122,13 @@ fn encode_all<'a>(
     let mut todo: Vec<usize> = Vec::with_capacity(texts.len());
     match cache {
         None => todo.extend(0..texts.len()),
-        Some(cache) => {
+        Some((cache, cached)) => {
             let found: Vec<Option<Encoded>> = (0..texts.len())
                 .into_par_iter()
-                .map(|i| from_cache(cache, texts[i], needs[texts[i]], &tokens[i], token_layer, h))
+                .map(|i| match cached.contains(texts[i]) {
+                    true => from_cache(cache, texts[i], needs[texts[i]], &tokens[i], token_layer, h),
+                    false => Ok(None),
+                })
                 .collect::<Result<_>>()?;
             for (i, enc) in found.into_iter().enumerate() {
                 match enc {
@@ -154,12 +163,11 @@ fn encode_all<'a>(
                 pooled: need.pooled.then(|| mean_pool(states[wanted.len() - 1], h)),
             }
         })?;
-        if let Some(cache) = cache {
-            group
-                .par_iter()
-                .zip(&encoded)
-                .try_for_each(|(&i, enc)| to_cache(cache, texts[i], &tokens[i], enc, token_layer))?;
-            cache_use.stored += group.len();
+        if let Some((cache, cached)) = cache {
+            let stored: Vec<(usize, &Encoded)> =
+                group.iter().copied().zip(&encoded).filter(|(i, _)| cached.contains(texts[*i])).collect();
+            stored.par_iter().try_for_each(|&(i, enc)| to_cache(cache, texts[i], &tokens[i], enc, token_layer))?;
+            cache_use.stored += stored.len();
         }
         for (g, enc) in encoded.into_iter().enumerate() {
             map.insert(texts[group[g]], enc);
@@ -273,6 +281,7 @@ impl NeuralSetup {
         Ok(NeuralSetup {
             stand_in: default.as_deref().is_some_and(|d| bertscore_model.dir == d || embedding_model.dir == d),
             cache: std::env::var_os(CACHE_ENV).filter(|d| !d.is_empty()).map(PathBuf::from),
+            cache_served: Arc::default(),
             bertscore_model,
             bertscore_layer,
             embedding_model,
@@ -317,9 +326,12 @@ impl NeuralSetup {
 
         let mut bert_needs: HashMap<&str, Need> = HashMap::new();
         let mut emb_needs: HashMap<&str, Need> = HashMap::new();
+        // The references, shared by every model under test, are what the cache keeps.
+        let mut references: HashSet<&str> = HashSet::new();
         let shared = self.shared_model();
         for plan in &plans {
             if let Plan::Score { bert, emb } = plan {
+                references.extend([bert.1, emb.1]);
                 for t in [bert.0, bert.1] {
                     bert_needs.entry(t).or_default().tokens = true;
                 }
@@ -332,13 +344,19 @@ impl NeuralSetup {
         let mut cache_use = CacheUse::default();
         let cache = |model: &Encoder| self.cache.as_ref().map(|root| EncodingCache::new(root, &model.fingerprint));
         let bert_cache = cache(&self.bertscore_model);
-        let bert_encoded =
-            encode_all(&self.bertscore_model, &bert_needs, self.bertscore_layer, bert_cache.as_ref(), &mut cache_use)?;
+        let bert_encoded = encode_all(
+            &self.bertscore_model,
+            &bert_needs,
+            self.bertscore_layer,
+            bert_cache.as_ref().map(|c| (c, &references)),
+            &mut cache_use,
+        )?;
         let emb_encoded = if shared {
             None
         } else {
             let emb_cache = cache(&self.embedding_model);
-            Some(encode_all(&self.embedding_model, &emb_needs, 0, emb_cache.as_ref(), &mut cache_use)?)
+            let cache = emb_cache.as_ref().map(|c| (c, &references));
+            Some(encode_all(&self.embedding_model, &emb_needs, 0, cache, &mut cache_use)?)
         };
         let emb_map = emb_encoded.as_ref().unwrap_or(&bert_encoded);
 
@@ -361,6 +379,11 @@ impl NeuralSetup {
             })
             .collect::<Result<Vec<_>>>()?;
 
+        if self.cache.is_some() {
+            let mut served = self.cache_served.lock().unwrap_or_else(|e| e.into_inner());
+            served.read += cache_use.read;
+            served.stored += cache_use.stored;
+        }
         let count = |map: &HashMap<&str, Encoded>, pick: fn(&Encoded) -> bool| {
             map.values().filter(|e| e.truncated && pick(e)).count()
         };
@@ -373,7 +396,8 @@ impl NeuralSetup {
     }
 
     /// The neural part of a signature: each model by directory name and fingerprint, the
-    /// BERTScore layer, whether the 128 cut applied, and how many texts the token limit cut.
+    /// BERTScore layer, whether the 128 cut applied, and how many texts the token limit cut. The
+    /// encoding cache is not part of it: it gives the same scores to the bit.
     pub fn signature(&self, run: &NeuralRun) -> String {
         let b = &self.bertscore_model;
         let e = &self.embedding_model;
@@ -393,9 +417,6 @@ impl NeuralSetup {
         );
         if self.stand_in {
             s.push_str("|models:stand-in(m3e-small),not-comparable-with-paper");
-        }
-        if let Some(c) = run.cache {
-            s.push_str(&format!("|encoding-cache:read{},stored{}", c.read, c.stored));
         }
         s
     }

@@ -46,6 +46,7 @@ fn setup(model: &Arc<Encoder>, layer: usize, cut: bool) -> NeuralSetup {
         cut: cut.then_some(PAPER_CUT),
         stand_in: true,
         cache: None,
+        cache_served: Default::default(),
     }
 }
 
@@ -143,8 +144,9 @@ fn official_sample_matches_python_at_two_layers_with_and_without_the_cut() {
     }
 }
 
-/// With the on-disk encoding cache on, a first run encodes and stores every distinct text, a second
-/// run reads them all back, and both equal Python.
+/// With the on-disk encoding cache on, a first run encodes and stores every distinct reference, a
+/// second run reads them all back, and both equal Python and a run without the cache, to the bit
+/// and in the signature.
 #[test]
 fn the_encoding_cache_serves_a_second_run_with_the_same_scores() {
     let Some(model) = model() else { return };
@@ -161,7 +163,20 @@ fn the_encoding_cache_serves_a_second_run_with_the_same_scores() {
     let second = cached.score_pairs(Profile::Paper, &refs).unwrap();
     assert_eq!(second.cache, Some(h2htalk_neural::CacheUse { read: stored, stored: 0 }));
     assert_eq!(first.scores, second.scores, "read back exactly as stored");
-    assert!(cached.signature(&second).ends_with(&format!("|encoding-cache:read{stored},stored0")));
+    // The cache is not in the signature: the same scores, the same signature.
+    assert_eq!(cached.signature(&second), cached.signature(&first));
+    let mut plain = setup(&model, 4, true);
+    plain.cache = None;
+    let uncached = plain.score_pairs(Profile::Paper, &refs).unwrap();
+    assert_eq!(uncached.scores, second.scores, "the same to the bit");
+    assert_eq!(plain.signature(&uncached), cached.signature(&second));
+    // Only the references are kept: every stored entry is a reference's.
+    let distinct: std::collections::HashSet<&str> = refs.iter().map(|(_, r)| r.trim()).collect();
+    assert!(
+        (distinct.len()..=2 * distinct.len()).contains(&stored),
+        "{stored} stored for {} references",
+        distinct.len()
+    );
     let want = &g["sample"]["bertscore"]["L4_cut128"].as_array().unwrap()[..pairs.len()];
     check_prf("cached L4_cut128", &second.scores, want);
     check_embedding("cached embedding", &second.scores, &g["sample"]["embedding"].as_array().unwrap()[..pairs.len()]);

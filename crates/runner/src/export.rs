@@ -28,9 +28,9 @@ pub struct Exported {
 }
 
 pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -> Result<Exported> {
-    let run = store
-        .run(run_id)?
-        .ok_or_else(|| RunError::Usage(format!("{}: no run `{run_id}`; `h2htalk runs list` shows the runs", store.path())))?;
+    let run = store.run(run_id)?.ok_or_else(|| {
+        RunError::Usage(format!("{}: no run `{run_id}`; `h2htalk runs list` shows the runs", store.path()))
+    })?;
     let official = run.spec.suite.references.clone();
     // Official lines: (line, prediction) per sub-task, written in line order.
     let mut official_lines: BTreeMap<Task, Vec<(usize, String)>> = BTreeMap::new();
@@ -59,8 +59,11 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
             }
             Some(g) if g.status == GenerationStatus::Generated => {
                 let text = g.text.as_deref().unwrap_or("");
-                let (text, reference) =
-                    if redact_texts { (redact(text), redact(&item.reference)) } else { (text.to_string(), item.reference) };
+                let (text, reference) = if redact_texts {
+                    (redact(text), redact(&item.reference))
+                } else {
+                    (text.to_string(), item.reference)
+                };
                 predictions.entry(task).or_default().push_str(&(json!({"response": text}).to_string() + "\n"));
                 references.entry(task).or_default().push_str(&(json!({"response": reference}).to_string() + "\n"));
                 ids.entry(task.stem()).or_default().push(item.scenario_id);
@@ -101,7 +104,10 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
             "line_ids": ids,
             "not_exported": not_exported,
         });
-        write_atomically(&out.join("manifest.json"), serde_json::to_string_pretty(&manifest).expect("json").as_bytes())?;
+        write_atomically(
+            &out.join("manifest.json"),
+            serde_json::to_string_pretty(&manifest).expect("json").as_bytes(),
+        )?;
         return Ok(Exported {
             answers: ids.values().map(Vec::len).sum(),
             tasks: predictions.len(),

@@ -23,6 +23,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod progress;
 pub mod score;
+pub mod scorer;
 pub mod sweep;
 
 pub use h2htalk_store::{RunSpec, SAFETY_GROUP};

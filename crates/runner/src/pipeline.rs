@@ -10,10 +10,10 @@ use h2htalk_store::{RunSpec, RunStatus, Store};
 
 use crate::assess::{Assessment, assess};
 use crate::generate::{Counters, GenerateOptions, GenerationReport, generate};
-use crate::models::metric_models;
-use crate::plan::{NewRun, Planned, Resume, create, plan_resume, prepare};
+use crate::plan::{NewRun, Planned, Resume, Suites, create, plan_resume, prepare};
 use crate::progress::{Lane, Phase};
 use crate::score::score_run;
+use crate::scorer::{CacheState, ScoringService};
 use crate::{Result, RunError};
 
 /// Where a run goes and where it keeps its progress.
@@ -27,6 +27,14 @@ pub struct RunOptions {
     pub lane: Option<Arc<Lane>>,
     /// Told a sweep's lanes, one per model, once the sweep knows its models (to show them).
     pub on_lanes: Option<OnLanes>,
+    /// The process's scoring service, shared by every run of a sweep (none: the run makes its own,
+    /// without an encoding cache).
+    pub scoring: Option<Arc<ScoringService>>,
+    /// The suites loaded so far, shared by every run of a sweep (none: the run loads its own).
+    pub suites: Option<Arc<Suites>>,
+    /// A sweep: how many of its runs plan, generate and score at once, the others waiting their
+    /// turn (none: [`crate::sweep::PARALLEL_RUNS`]).
+    pub parallel_runs: Option<usize>,
 }
 
 /// What a sweep tells its lanes to ([`RunOptions::on_lanes`]).
@@ -36,8 +44,6 @@ pub type OnLanes = Arc<dyn Fn(Vec<Arc<Lane>>) + Send + Sync>;
 pub enum Start {
     New(Box<NewRun>),
     Resume(Resume),
-    /// A new run already prepared ([`crate::plan::prepare`]), not yet stored.
-    Prepared(Box<Planned>),
 }
 
 /// What a run did.
@@ -57,6 +63,8 @@ pub struct Outcome {
     pub report: ReportPaths,
     /// The model's label, for messages.
     pub model: String,
+    /// The encoding cache after this run scored (none: no cache, or no neural metrics).
+    pub encoding_cache: Option<CacheState>,
 }
 
 /// Runs the pipeline: every stage from one call, the store opened once.
@@ -68,15 +76,15 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         }
     };
     phase(Phase::Plan);
+    let service = options.scoring.clone().unwrap_or_else(|| ScoringService::new(None));
+    let suites = options.suites.clone().unwrap_or_default();
     let mut store = Store::open(&options.db)?;
     let (planned, neural) = match start {
-        Start::New(new) => new_run(&mut store, prepare(&new)?)?,
-        Start::Prepared(prepared) => new_run(&mut store, *prepared)?,
+        Start::New(new) => new_run(&mut store, prepare(&new, &suites)?, &service)?,
         Start::Resume(r) => {
-            let planned = plan_resume(&mut store, &r)?;
+            let planned = plan_resume(&mut store, &r, &suites)?;
             crate::assess::validate(planned.spec.judge.as_ref(), planned.spec.simulation.as_ref())?;
-            let scoring = &planned.spec.scoring;
-            let neural = metric_models(scoring.metrics, &scoring.models, scoring.profile)?;
+            let neural = service.models(&planned.spec.scoring)?;
             (planned, neural)
         }
     };
@@ -120,8 +128,12 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
 
     let pending = crate::generate::pending(&store, &run_id, false)?.len();
     phase(Phase::Score);
-    score_run(&mut store, &run_id, spec.scoring.profile, neural.as_ref(), &spec.suite.label())?;
-    crate::baselines::ensure_baselines(&mut store, &run_id, &suite, spec.scoring.profile, neural.as_ref())?;
+    // In the process's turn: one run's encodings in memory at a time.
+    service.in_turn(|| {
+        score_run(&mut store, &run_id, spec.scoring.profile, neural.as_deref(), &spec.suite.label())?;
+        crate::baselines::ensure_baselines(&mut store, &run_id, &suite, spec.scoring.profile, neural.as_deref())
+    })?;
+    let encoding_cache = neural.as_ref().and(service.cache_state());
     let assessment =
         assess(&mut store, &run_id, &spec, &suite, &prompts, &judge_texts, &resolved, lane.as_deref()).await?;
     phase(Phase::Report);
@@ -141,20 +153,35 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         .unwrap_or_else(|| options.db.parent().unwrap_or(std::path::Path::new(".")).join("reports").join(&run_id));
     let report = h2htalk_report::write_report(&store, std::slice::from_ref(&run_id), &report_dir)?;
     phase(Phase::Done);
-    Ok(Outcome { run_id, spec, status, generation, pending, summary, cost_usd, assessment, report, model })
+    Ok(Outcome {
+        run_id,
+        spec,
+        status,
+        generation,
+        pending,
+        summary,
+        cost_usd,
+        assessment,
+        report,
+        model,
+        encoding_cache,
+    })
 }
 
 /// Refuses what cannot run before a run row exists (the assessment's settings, the metric
 /// models), then stores the prepared run.
-fn new_run(store: &mut Store, prepared: Planned) -> Result<(Planned, Option<h2htalk_neural::NeuralSetup>)> {
+fn new_run(
+    store: &mut Store,
+    prepared: Planned,
+    service: &ScoringService,
+) -> Result<(Planned, Option<Arc<h2htalk_neural::NeuralSetup>>)> {
     let spec = &prepared.spec;
     crate::assess::validate(spec.judge.as_ref(), spec.simulation.as_ref())?;
     crate::assess::validate_panel(&spec.judges())?;
     if spec.judge.is_none() && (!spec.panel.is_empty() || spec.judge_validity.is_some()) {
         return Err(RunError::Usage("--judge-validity and a panel need --judge SPEC".into()));
     }
-    let scoring = &spec.scoring;
-    let neural = metric_models(scoring.metrics, &scoring.models, scoring.profile)?;
+    let neural = service.models(&spec.scoring)?;
     Ok((create(store, prepared)?, neural))
 }
 

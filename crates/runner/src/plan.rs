@@ -2,7 +2,8 @@
 //! specification and pending items for `--resume`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use h2htalk_data::redact::redact;
 use h2htalk_data::suite::embedded;
@@ -86,7 +87,7 @@ pub struct ModelOverrides {
 pub struct Planned {
     pub run_id: String,
     pub spec: RunSpec,
-    pub suite: Suite,
+    pub suite: Arc<Suite>,
     pub prompts: Prompts,
     /// The judge's texts and rules of the suite (their hash is in the specification).
     pub judge_texts: h2htalk_judge::JudgeTexts,
@@ -136,7 +137,7 @@ pub fn new_run_id() -> String {
 
 /// Plans a new run and stores it (with its items) under a new id.
 pub fn plan_new(store: &mut Store, new: &NewRun) -> Result<Planned> {
-    create(store, prepare(new)?)
+    create(store, prepare(new, &Suites::default())?)
 }
 
 /// Stores a prepared run (with its items) under a new id.
@@ -146,11 +147,31 @@ pub fn create(store: &mut Store, prepared: Planned) -> Result<Planned> {
     Ok(Planned { run_id, ..prepared })
 }
 
+/// The suites a process has loaded, by directory and references: every run that plans from the
+/// same ones (the runs of a sweep) shares one copy.
+#[derive(Default)]
+pub struct Suites(Mutex<Vec<((PathBuf, Option<PathBuf>), Arc<Suite>)>>);
+
+impl Suites {
+    /// The suite in `dir` with the official `references`, loaded on the first call.
+    pub fn load(&self, dir: &Path, references: Option<&Path>) -> Result<Arc<Suite>> {
+        let key = (dir.to_path_buf(), references.map(Path::to_path_buf));
+        let mut loaded = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, suite)) = loaded.iter().find(|(k, _)| *k == key) {
+            return Ok(suite.clone());
+        }
+        let suite = Arc::new(load_suite_with(dir, references)?);
+        loaded.push((key, suite.clone()));
+        Ok(suite)
+    }
+}
+
 /// A new run's specification and items, with its model resolved, before anything is stored (its
-/// `run_id` is empty until [`create`]): what a sweep compares with stored runs to reuse them.
-pub fn prepare(new: &NewRun) -> Result<Planned> {
+/// `run_id` is empty until [`create`]): what a sweep compares with stored runs to reuse them. The
+/// suite comes from `suites`.
+pub fn prepare(new: &NewRun, suites: &Suites) -> Result<Planned> {
     let dir = embedded::or_embedded(new.suite_dir.as_deref())?;
-    let suite = load_suite_with(&dir, new.references.as_deref())?;
+    let suite = suites.load(&dir, new.references.as_deref())?;
     let prompts = Prompts::load(&dir)?;
     let judge_texts = h2htalk_judge::JudgeTexts::load(&dir)?;
     if new.simulation.as_ref().is_some_and(|s| s.n > 0) && !suite.has_profiles() {
@@ -227,7 +248,7 @@ pub fn prepare(new: &NewRun) -> Result<Planned> {
 }
 
 /// Rebuilds a stored run from its specification, with the items it still needs.
-pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
+pub fn plan_resume(store: &mut Store, resume: &Resume, suites: &Suites) -> Result<Planned> {
     let id = &resume.run_id;
     let row = store.run(id)?.ok_or_else(|| {
         RunError::Usage(format!("{}: no run `{id}`; `h2htalk runs list` shows the runs", store.path()))
@@ -285,7 +306,7 @@ pub fn plan_resume(store: &mut Store, resume: &Resume) -> Result<Planned> {
     }
     store.set_spec(id, &spec)?;
     let suite_dir = embedded::or_embedded(spec.suite.dir.as_deref())?;
-    let suite = load_suite_with(&suite_dir, spec.suite.references.as_deref())?;
+    let suite = suites.load(&suite_dir, spec.suite.references.as_deref())?;
     if spec.suite.dir.is_none() && suite.fingerprint() != spec.suite.fingerprint {
         return Err(RunError::Usage(format!(
             "run {id} was planned from the suite embedded in another h2htalk build (fingerprint {}, this build \

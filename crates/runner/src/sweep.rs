@@ -11,12 +11,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use h2htalk_report::ReportPaths;
-use h2htalk_store::{ModelRequest, RunRow, RunStatus, Store};
+use h2htalk_store::{ModelRequest, RunRow, RunSpec, RunStatus, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::{RunOptions, Start, execute};
-use crate::plan::{NewRun, Planned, Resume, prepare};
+use crate::plan::{NewRun, Resume, prepare};
 use crate::progress::{Lane, Phase};
+use crate::scorer::{CacheState, ScoringService};
 use crate::{Result, RunError};
 
 /// What a sweep is: its name, its models in order, and the run each of them gets.
@@ -55,12 +56,18 @@ pub struct SweepOutcome {
     /// What went wrong without stopping the sweep (a run that could not be recorded in it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The encoding cache after the sweep scored (none: no cache, or nothing scored).
+    pub encoding_cache: Option<CacheState>,
 }
 
-/// The runs of the same model, SAP mode and protocol as `planned`, best first: complete ones, then
+/// How many runs of a sweep plan, generate and score at once unless told: each holds its items and
+/// model while it runs, so memory grows with this number, not with the number of models.
+pub const PARALLEL_RUNS: usize = 8;
+
+/// The runs of the same model, SAP mode and protocol as `spec`, best first: complete ones, then
 /// the newest.
-fn reusable<'a>(runs: &'a [RunRow], planned: &Planned, fingerprint: &str) -> Vec<&'a RunRow> {
-    let want = &planned.spec.model_id;
+fn reusable<'a>(runs: &'a [RunRow], spec: &RunSpec, fingerprint: &str) -> Vec<&'a RunRow> {
+    let want = &spec.model_id;
     let mut found: Vec<&RunRow> = runs
         .iter()
         .filter(|r| {
@@ -69,7 +76,7 @@ fn reusable<'a>(runs: &'a [RunRow], planned: &Planned, fingerprint: &str) -> Vec
                 && got.name == want.name
                 // A local model is its file: the same name with other weights is another model.
                 && (want.provider != "local" || got.endpoint == want.endpoint)
-                && r.spec.sap.mode == planned.spec.sap.mode
+                && r.spec.sap.mode == spec.sap.mode
                 && r.spec.protocol().fingerprint() == fingerprint
         })
         .collect();
@@ -92,16 +99,18 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
         return Err(RunError::Usage(format!("`{}` cannot name a sweep (no slashes, not empty)", spec.name)));
     }
     // Every model is prepared first: a model that cannot be resolved, or settings that would make
-    // the runs incomparable, stop the sweep before anything runs.
-    let mut prepared = Vec::new();
+    // the runs incomparable, stop the sweep before anything runs. Only the specifications are
+    // kept: a run plans again (from the shared suite) when its turn comes.
+    let suites = options.suites.clone().unwrap_or_default();
+    let mut prepared: Vec<(NewRun, RunSpec)> = Vec::new();
     for m in &spec.models {
         let new = NewRun { model: m.clone(), ..spec.run.clone() };
-        let p = prepare(&new).map_err(|e| RunError::Usage(format!("--model {}: {e}", m.spec)))?;
-        prepared.push(p);
+        let p = prepare(&new, &suites).map_err(|e| RunError::Usage(format!("--model {}: {e}", m.spec)))?;
+        prepared.push((new, p.spec));
     }
-    let protocol = prepared[0].spec.protocol();
-    for (p, m) in prepared.iter().zip(&spec.models).skip(1) {
-        let diff = protocol.differences(&p.spec.protocol());
+    let protocol = prepared[0].1.protocol();
+    for ((_, p), m) in prepared.iter().zip(&spec.models).skip(1) {
+        let diff = protocol.differences(&p.protocol());
         if !diff.is_empty() {
             return Err(RunError::Usage(format!(
                 "--model {} would run under another protocol than --model {}: {}; give the sweep --max-tokens and \
@@ -125,9 +134,14 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
         show(lanes.clone());
     }
     let mut members: Vec<Option<Member>> = vec![None; labels.len()];
+    // One scoring service for every run: one copy of the metric models, one run scoring at a time;
+    // at most `parallel` runs under way, the others waiting their turn.
+    let service = options.scoring.clone().unwrap_or_else(|| ScoringService::new(None));
+    let parallel = options.parallel_runs.unwrap_or(PARALLEL_RUNS).max(1);
+    let turns = Arc::new(tokio::sync::Semaphore::new(parallel));
     let mut tasks = Vec::new();
     let warnings = Arc::new(std::sync::Mutex::new(Vec::new()));
-    for (i, planned) in prepared.into_iter().enumerate() {
+    for (i, (new, planned)) in prepared.into_iter().enumerate() {
         let candidates = reusable(&runs, &planned, &fingerprint);
         // The run this sweep recorded for the model comes first when it still matches.
         let mine = recorded.get(i).and_then(|m| m.run_id.as_deref());
@@ -150,21 +164,30 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
                 store.set_sweep_run(&spec.name, i, &r.id)?;
                 (Start::Resume(Resume { run_id: r.id.clone(), ..Resume::default() }), "resumed")
             }
-            None => (Start::Prepared(Box::new(planned)), "new"),
+            None => (Start::New(Box::new(new)), "new"),
         };
         // Each run's own report goes to its default place (`reports/RUN_ID/` beside the store): one
         // `--report-dir` shared by several runs would have them overwrite one another.
-        let run_options =
-            RunOptions { lane: Some(lanes[i].clone()), on_lanes: None, report_dir: None, db: options.db.clone() };
+        let run_options = RunOptions {
+            lane: Some(lanes[i].clone()),
+            on_lanes: None,
+            report_dir: None,
+            db: options.db.clone(),
+            scoring: Some(service.clone()),
+            suites: Some(suites.clone()),
+            parallel_runs: None,
+        };
         let (db, name, label) = (options.db.clone(), spec.name.clone(), labels[i].clone());
         let warnings = warnings.clone();
         let handle = tokio::runtime::Handle::current();
+        let turns = turns.clone();
         // Each run on its own thread: scoring and local generation block, and must not hold up the
-        // other models' requests.
+        // other models' requests. It waits (phase `waiting`) until one of the `parallel` turns is free.
         tasks.push((
             i,
             start.1,
             tokio::task::spawn_blocking(move || {
+                let _turn = handle.block_on(turns.acquire_owned()).expect("the sweep never closes its turns");
                 handle.block_on(execute(start.0, &run_options, |run_id, _, _| {
                     // Recorded as soon as the run exists, so that a crash leaves it to resume.
                     if let Err(e) = Store::open(&db).and_then(|s| s.set_sweep_run(&name, i, run_id)) {
@@ -223,6 +246,7 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
         report_dir: report.as_ref().map(|r| r.dir.clone()),
         report,
         warnings: std::mem::take(&mut *warnings.lock().unwrap()),
+        encoding_cache: service.cache_state(),
     })
 }
 

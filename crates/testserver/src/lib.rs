@@ -83,6 +83,10 @@ pub struct ServerConfig {
     pub echo_auth_in_401: bool,
     /// Answer without `usage`, as some servers do (token counts and cost are then unknown).
     pub omit_usage: bool,
+    /// Unscripted answers carry the requested model's name and are this many characters long at
+    /// least (padded with a fixed text), so that the models of a benchmark sweep answer
+    /// differently and at a real answer's length; 0 for the short echo.
+    pub answer_chars: usize,
 }
 
 /// Counts of what the server did, by class.
@@ -165,7 +169,16 @@ pub fn answer_for(config: &ServerConfig, body: &Value) -> String {
     }
     let tail: String =
         last.chars().rev().filter(|c| !c.is_whitespace()).take(16).collect::<Vec<_>>().into_iter().rev().collect();
-    format!("（轻轻点头）我在听。{tail}")
+    if config.answer_chars == 0 {
+        return format!("（轻轻点头）我在听。{tail}");
+    }
+    let model = body["model"].as_str().unwrap_or("");
+    let mut out = format!("（轻轻点头）{model}在听。{tail}");
+    const PAD: &str = "今天辛苦了，先喝口水，我们慢慢把事情理一理，一件一件来，不着急。";
+    while out.chars().count() < config.answer_chars {
+        out.push_str(PAD);
+    }
+    out
 }
 
 fn completion(text: &str, finish: &str, prompt_tokens: Option<u64>) -> Value {

@@ -14,6 +14,44 @@ pub struct DbArg {
     pub db: PathBuf,
 }
 
+/// The encoding cache of a run or sweep ([`h2htalk_runner::scorer`]).
+#[derive(Args, Clone, Debug)]
+pub struct EncodingCacheArgs {
+    /// Encode the references again in every run instead of reading them from the encoding cache
+    /// (`encoding-cache/` beside the store, or $H2HTALK_NEURAL_CACHE). Scores are the same to the
+    /// bit either way; the cache saves the time of encoding the references once per model.
+    #[arg(long)]
+    no_encoding_cache: bool,
+    /// The most megabytes the encoding cache keeps on disk; the entries used longest ago go first.
+    #[arg(long, value_name = "MB", default_value_t = h2htalk_runner::scorer::DEFAULT_CACHE_BYTES >> 20, conflicts_with = "no_encoding_cache")]
+    encoding_cache_max_mb: u64,
+}
+
+impl EncodingCacheArgs {
+    /// The scoring service of a run or sweep with the store `db`.
+    pub fn service(&self, db: &std::path::Path) -> std::sync::Arc<h2htalk_runner::scorer::ScoringService> {
+        let cache = (!self.no_encoding_cache).then(|| h2htalk_runner::scorer::EncodingCacheDir {
+            max_bytes: self.encoding_cache_max_mb << 20,
+            ..h2htalk_runner::scorer::EncodingCacheDir::beside(db)
+        });
+        h2htalk_runner::scorer::ScoringService::new(cache)
+    }
+}
+
+/// The line that says where the encoding cache is and what it holds.
+pub fn cache_line(state: &h2htalk_runner::scorer::CacheState) -> String {
+    format!(
+        "encoding cache: {} ({} entries, {:.1} MB; {} references read from it, {} encoded into it{}; \
+         --no-encoding-cache turns it off)",
+        state.dir.display(),
+        state.entries,
+        state.bytes as f64 / 1e6,
+        state.read,
+        state.stored,
+        if state.pruned > 0 { format!(", {} pruned to the bound", state.pruned) } else { String::new() }
+    )
+}
+
 /// One judge model and where it is reached (`compare`, `judge validate`; `run` and `sweep` take a
 /// panel of them, [`super::run::AssessArgs`]).
 #[derive(Args, Clone, Debug)]

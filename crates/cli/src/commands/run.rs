@@ -15,7 +15,7 @@ use h2htalk_runner::{NewRun, Resume};
 use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec, ValiditySpec};
 use serde_json::json;
 
-use super::args::DbArg;
+use super::args::{DbArg, EncodingCacheArgs, cache_line};
 use super::metric_models::MetricModelArgs;
 
 #[derive(Args)]
@@ -30,6 +30,8 @@ pub struct RunArgs {
     protocol: ProtocolArgs,
     #[command(flatten)]
     store: DbArg,
+    #[command(flatten)]
+    encoding_cache: EncodingCacheArgs,
     /// Continue a run after a crash or interruption: only items without a result are generated.
     #[arg(long, value_name = "RUN_ID")]
     resume: Option<String>,
@@ -282,6 +284,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         report_dir: args.report_dir.clone(),
         lane: Some(lane.clone()),
         on_lanes: None,
+        scoring: Some(args.encoding_cache.service(&args.store.db)),
+        suites: None,
+        parallel_runs: None,
     };
     let json_out = args.json;
     let db = args.store.db.display().to_string();
@@ -317,6 +322,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             "summary": s,
             "assessment": out.assessment.summary,
             "report": out.report.html,
+            "encoding_cache": out.encoding_cache,
         });
         println!("{}", serde_json::to_string(&v)?);
         return Ok(());
@@ -349,6 +355,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             reasons.join(", "),
             out.run_id
         );
+    }
+    if let Some(c) = &out.encoding_cache {
+        println!("{}", cache_line(c));
     }
     println!("report: {}", out.report.html.display());
     println!("run {}: {} (db {})", out.run_id, out.status.as_str(), options.db.display());

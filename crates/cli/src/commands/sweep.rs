@@ -11,7 +11,7 @@ use h2htalk_runner::sweep::{SweepOutcome, SweepSpec, resume, sweep};
 
 use crate::progress::Display;
 
-use super::args::DbArg;
+use super::args::{DbArg, EncodingCacheArgs, cache_line};
 use super::run::{EndpointArgs, ProtocolArgs};
 
 #[derive(Args)]
@@ -37,6 +37,13 @@ pub struct SweepArgs {
     resume: Option<String>,
     #[command(flatten)]
     store: DbArg,
+    #[command(flatten)]
+    encoding_cache: EncodingCacheArgs,
+    /// How many models' runs plan, generate and score at once; the others wait their turn. Each
+    /// running model holds its items (and a local model its weights) in memory, so this bounds the
+    /// sweep's memory whatever the number of models.
+    #[arg(long, value_name = "N", default_value_t = h2htalk_runner::sweep::PARALLEL_RUNS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    parallel_models: u32,
     /// Where reports go (default: `reports/` beside the store; the sweep's in `sweep-NAME/`).
     #[arg(long, value_name = "DIR")]
     report_dir: Option<PathBuf>,
@@ -84,6 +91,9 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         report_dir: args.report_dir.clone(),
         lane: None,
         on_lanes: Some(Arc::new(move |lanes| *shown.lock().unwrap() = Display::sweep(lanes, quiet))),
+        scoring: Some(args.encoding_cache.service(&args.store.db)),
+        suites: None,
+        parallel_runs: Some(args.parallel_models as usize),
     };
     let out = start(&args, &rt, &options);
     if let Some(d) = display.lock().unwrap().take() {
@@ -116,6 +126,9 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         match &out.report {
             Some(r) => println!("report: {}", r.html.display()),
             None => println!("no report: no run of the sweep has results"),
+        }
+        if let Some(c) = &out.encoding_cache {
+            println!("{}", cache_line(c));
         }
     }
     if out.members.iter().any(|m| m.error.is_some()) {
