@@ -2,6 +2,7 @@
 //! one [`Leaderboard`].
 
 pub mod charts;
+pub mod sample;
 pub mod tables;
 pub mod tags;
 
@@ -347,9 +348,9 @@ pub fn to_csv(lb: &Leaderboard) -> Result<String, ReportError> {
         .map_err(|e| ReportError::Render(format!("CSV: {e}")))
 }
 
-/// The viewer's data: every item of every run, texts interned in one string table (system prompts
-/// and references repeat across runs).
-pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord]) -> Value {
+/// The viewer's data: the items `shown` keeps of every run ([`sample::select`]), texts interned in
+/// one string table (system prompts and references repeat across runs).
+pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Shown) -> Value {
     let mut table: Vec<String> = Vec::new();
     let mut idx: HashMap<String, usize> = HashMap::new();
     let mut put = |s: &str| -> usize {
@@ -376,7 +377,7 @@ pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord]) -> Value {
     for k in &keys {
         let run = runs.iter().find(|r| r.run.id == k.id).expect("keyed run");
         let run_index = keys.iter().position(|x| x.id == run.run.id).expect("keyed run");
-        for it in &run.items {
+        for it in run.items.iter().filter(|it| shown.keeps(it)) {
             let prompt: Vec<Value> = it.prompt.iter().map(|m| json!([m.role, put(&m.content)])).collect();
             let gen_code = match it.generation {
                 Generation::Pending => 0,
@@ -408,6 +409,8 @@ pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord]) -> Value {
         "metrics": lb.metrics,
         "strings": table,
         "items": items,
+        "shown": {"items": shown.items, "all_items": shown.all_items, "scenarios": shown.scenario_count,
+                  "all_scenarios": shown.all_scenarios, "note": shown.note()},
     })
 }
 
@@ -499,7 +502,9 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         .collect();
     let assessments = assessments_view(lb);
     let lb_json = escape_script_json(&serde_json::to_string(lb).expect("the leaderboard serialises"));
-    let tr_json = escape_script_json(&transcripts(lb, runs).to_string());
+    let per_run: Vec<&[crate::load::ItemRecord]> = runs.iter().map(|r| r.items.as_slice()).collect();
+    let shown = sample::select(&per_run, lb.rank_metric.as_deref(), sample::TRANSCRIPT_BUDGET);
+    let tr_json = escape_script_json(&transcripts(lb, runs, &shown).to_string());
     let items: usize = runs.iter().map(|r| r.items.len()).sum();
     tmpl.render(context! {
         style => STYLE,
@@ -521,6 +526,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         items => items,
         leaderboard_json => lb_json,
         transcripts_json => tr_json,
+        transcripts_note => shown.note(),
         tags => crate::render::tags::html_view(lb),
         side_script => SIDE_SCRIPT,
     })
