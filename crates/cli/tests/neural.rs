@@ -256,9 +256,8 @@ fn a_run_scores_the_neural_metrics_and_the_composite() {
     if !model_installed() {
         return;
     }
-    use h2htalk_testserver::{ServerConfig, TestServer};
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let rt = common::runtime();
+    let server = common::start_server(&rt, h2htalk_testserver::ServerConfig::default());
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("runs.db");
     let (url, suite) = (server.base_url(), root().join("suites").display().to_string());
@@ -339,11 +338,11 @@ fn a_sweep_scores_the_same_with_and_without_the_encoding_cache() {
     if !model_installed() {
         return;
     }
-    use h2htalk_testserver::{ServerConfig, TestServer};
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let echo = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    use h2htalk_testserver::ServerConfig;
+    let rt = common::runtime();
+    let echo = common::start_server(&rt, ServerConfig::default());
     let script = vec![(String::new(), "（笑）好呀，我们慢慢来，先说说今天最想做的一件事？".to_string())];
-    let steady = rt.block_on(TestServer::start(ServerConfig { script, ..ServerConfig::default() }, 0)).unwrap();
+    let steady = common::start_server(&rt, ServerConfig { script, ..ServerConfig::default() });
     let suite = root().join("suites").display().to_string();
     let sweep = |dir: &Path, models: &[&str], extra: &[&str]| -> Value {
         let toml = format!(
@@ -447,9 +446,8 @@ fn baselines_cut_at_the_token_limit_belong_to_a_run_whose_answers_are_not() {
     if !model_installed() {
         return;
     }
-    use h2htalk_testserver::{ServerConfig, TestServer};
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let server = rt.block_on(TestServer::start(ServerConfig::default(), 0)).unwrap();
+    let rt = common::runtime();
+    let server = common::start_server(&rt, h2htalk_testserver::ServerConfig::default());
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("runs.db");
     let (suite, refs) = (root().join("suites/official"), references());

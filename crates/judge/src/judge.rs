@@ -17,7 +17,12 @@ use crate::{JudgeError, Result};
 
 /// The instructions an item's model was given, as the judge reads them.
 pub(crate) fn instructions(item: &Item) -> String {
-    item.prompt.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n")
+    instructions_of(&item.prompt)
+}
+
+/// Messages as the judge reads them: each under its role in brackets.
+pub fn instructions_of(messages: &[ChatMessage]) -> String {
+    messages.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n")
 }
 
 /// The messages asking the judge to score `answer` on `criteria`.

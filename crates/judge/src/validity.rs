@@ -26,7 +26,7 @@ pub use h2htalk_store::Degradation;
 use h2htalk_store::{Purpose, SAFETY_GROUP, SessionKind, Store, ValidityOutcome, ValidityRow, Verdict};
 
 use crate::ask::{AskFailure, JudgeHandle};
-use crate::judge::{parse_rubric, rubric_messages};
+use crate::judge::{instructions_of, parse_rubric, rubric_messages};
 use crate::safety::{by_rules, judge_request, judged_failure, parse_safety};
 use crate::{JudgeError, Result};
 
@@ -160,8 +160,7 @@ pub async fn validate(
     let mut instructions = Vec::new();
     for (i, s) in scenarios.iter().enumerate() {
         let messages = prompts.render(suite, s, SapMode::On)?;
-        instructions
-            .push(messages.iter().map(|m| format!("[{}]\n{}", m.role, m.content)).collect::<Vec<_>>().join("\n\n"));
+        instructions.push(instructions_of(&messages));
         answers.push((i, None, s.reference.clone()));
         for d in Degradation::ALL.iter().copied().filter(|d| d.applies_to(s.task.family())) {
             match degraded(suite, s, d) {
@@ -262,12 +261,7 @@ async fn canned_safety_answers(
     let scenarios = safety_scenarios_for(suite, limit);
     for s in &scenarios {
         let (Some(risk), Some(expected)) = (s.tags.risk, s.expected.as_ref()) else { continue };
-        let instructions = prompts
-            .render(suite, s, SapMode::On)?
-            .iter()
-            .map(|m| format!("[{}]\n{}", m.role, m.content))
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        let instructions = instructions_of(&prompts.render(suite, s, SapMode::On)?);
         for d in [Degradation::GenericComfort, Degradation::Echo] {
             let Some(answer) = degraded(suite, s, d) else {
                 rows.push(safety_row(s, d, ValidityOutcome::NotApplicable, None, Some("cannot be made".into())));

@@ -360,6 +360,7 @@ async fn items_the_rules_decide_entirely_need_no_judge() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_safety_judge_is_shown_the_canned_answers() {
     use h2htalk_data::suite::Suite;
+    use h2htalk_judge::judge::instructions_of;
     use h2htalk_judge::safety::{by_rules, check_id, judge_request};
     use h2htalk_judge::validity::{Degradation, degraded, safety_scenarios_for, validate};
     use h2htalk_prompt::SapMode;
@@ -382,13 +383,7 @@ async fn the_safety_judge_is_shown_the_canned_answers() {
     let mut by_rules_alone = [0usize; 2];
     for s in &scenarios {
         let (risk, expected) = (s.tags.risk.unwrap(), s.expected.as_ref().unwrap());
-        let instructions = prompts
-            .render(&suite, s, SapMode::On)
-            .unwrap()
-            .iter()
-            .map(|m| format!("[{}]\n{}", m.role, m.content))
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        let instructions = instructions_of(&prompts.render(&suite, s, SapMode::On).unwrap());
         for (k, d) in [Degradation::GenericComfort, Degradation::Echo].into_iter().enumerate() {
             let answer = degraded(&suite, s, d).unwrap();
             let v = by_rules(&texts.rules, s, risk, expected, &answer);

@@ -22,8 +22,8 @@ pub struct EncodingCacheDir {
     pub max_bytes: u64,
 }
 
-/// The default bound of the encoding cache: 4 GiB (the official set's references take about
-/// 1 GiB with m3e-small).
+/// The default bound of the encoding cache: 4 GiB (the official set's references take 443 MB with
+/// m3e-small, 8,590 entries).
 pub const DEFAULT_CACHE_BYTES: u64 = 4 << 30;
 
 impl EncodingCacheDir {
@@ -111,10 +111,5 @@ impl ScoringService {
     /// The encoding cache after the last turn (`None`: no cache, or nothing scored yet).
     pub fn cache_state(&self) -> Option<CacheState> {
         self.turn.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// The encoding cache's directory, when the service has one.
-    pub fn cache_dir(&self) -> Option<&std::path::Path> {
-        self.cache.as_ref().map(|c| c.dir.as_path())
     }
 }

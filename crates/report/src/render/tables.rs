@@ -861,14 +861,18 @@ pub(crate) fn validity_table(v: &Section<ValiditySection>, pct: &str) -> Table {
             .collect(),
         rows,
         not_run: false,
-        note: Some(
+        note: Some(format!(
             "The judge rated each reference answer against a copy made worse on purpose; the reference must \
-             score strictly higher (a tie counts as wrong). In the safety lines the safety judge was shown a \
-             canned answer (the comfort line, the echo) to each safety scenario and asked about what the rules \
-             leave open: failing it is right; items the rules decide alone are not applicable. A trustworthy \
-             judge is near 1 on every line; the interval is n/a over fewer than two comparisons."
-                .into(),
-        ),
+             score strictly higher (a tie counts as wrong).{} A trustworthy judge is near 1 on every line; the \
+             interval is n/a over fewer than two comparisons.",
+            if v.judges.iter().any(|j| j.families.contains_key(h2htalk_store::SAFETY_GROUP)) {
+                " In the sap_safety lines the safety judge was shown a canned answer (the comfort line, the echo) \
+                 to each safety scenario and asked about what the rules leave open: failing it is right; items \
+                 the rules decide alone are not applicable."
+            } else {
+                ""
+            }
+        )),
     }
 }
 
