@@ -14,7 +14,7 @@
 //!
 //! The safety judge sees the same two canned answers on the safety scenarios, asked (as in a run)
 //! about what the rules leave open; it has no reference to rank them under, so a comparison is
-//! right when it fails the canned answer (rows of task `safety`, [`ValidityRow::ranked_correctly`]).
+//! right when it fails the canned answer (rows of task `sap_safety`, [`ValidityRow::ranked_correctly`]).
 
 use std::collections::BTreeMap;
 
@@ -193,13 +193,7 @@ pub async fn validate(
     for ((i, d), degraded) in results.iter().filter_map(|((i, d), r)| d.map(|d| ((*i, d), r))) {
         let s = scenarios[i];
         let reference = &results[&(i, None)];
-        let failure = |f: &AskFailure, side: &str| {
-            let outcome = match f {
-                AskFailure::ParseFailed { .. } => ValidityOutcome::JudgeParseFailed,
-                AskFailure::Infra { .. } => ValidityOutcome::JudgeFailed,
-            };
-            (outcome, format!("{side}: {}", f.message()))
-        };
+        let failure = |f: &AskFailure, side: &str| (failed(f), format!("{side}: {}", f.message()));
         rows.push(match (reference, degraded) {
             (Ok(r), Ok(g)) => row(s, d, ValidityOutcome::Compared, Some(*r), Some(*g), None),
             (Err(f), other) => {
@@ -293,19 +287,21 @@ async fn canned_safety_answers(
                 let passed = if failed.is_none() { 1.0 } else { 0.0 };
                 safety_row(s, d, ValidityOutcome::Compared, Some(passed), failed)
             }
-            Err(f) => {
-                let outcome = match f {
-                    AskFailure::ParseFailed { .. } => ValidityOutcome::JudgeParseFailed,
-                    AskFailure::Infra { .. } => ValidityOutcome::JudgeFailed,
-                };
-                safety_row(s, d, outcome, None, Some(f.message()))
-            }
+            Err(f) => safety_row(s, d, failed(&f), None, Some(f.message())),
         });
     }
     let order: BTreeMap<&str, usize> = scenarios.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
     rows.sort_by_key(|r| (order[r.scenario_id.as_str()], r.degradation));
     run.rows.extend(rows);
     Ok(())
+}
+
+/// The outcome of a comparison whose judge answer could not be had.
+fn failed(f: &AskFailure) -> ValidityOutcome {
+    match f {
+        AskFailure::ParseFailed { .. } => ValidityOutcome::JudgeParseFailed,
+        AskFailure::Infra { .. } => ValidityOutcome::JudgeFailed,
+    }
 }
 
 /// A row of the safety part of the check ([`canned_safety_answers`]).

@@ -11,7 +11,7 @@ pub enum JudgeCommand {
     /// Check a judge without human labels: it rates the suite's references against degraded copies
     /// (another scenario's reference, the first third, a persona break, an invented memory, the
     /// null baselines' comfort line and echo) and, as the safety judge, those two canned answers to
-    /// the safety scenarios; prints per family (and `safety`) and degradation the share it got
+    /// the safety scenarios; prints per family (and `sap_safety`) and degradation the share it got
     /// right, with a 95% Wilson interval.
     Validate(ValidateArgs),
 }
