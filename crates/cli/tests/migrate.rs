@@ -93,7 +93,7 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
         serde_json::from_str(&unmark(&fs::read_to_string(report.join("leaderboard.json")).unwrap())).unwrap();
     let old = json(&fixture().join("expected/report/leaderboard.json"));
     for key in ["metrics", "rank_metric", "ranking", "comparisons", "sap"] {
-        assert_eq!(new[key], old[key], "leaderboard `{key}`");
+        assert_same_but_additions(&new[key], &old[key], &format!("leaderboard `{key}`"));
     }
     let runs = |v: &Value| -> Vec<(Value, Value, Value)> {
         v["runs"]
@@ -103,11 +103,17 @@ fn a_schema_1_store_lists_shows_exports_and_reports_the_same_figures() {
             .map(|r| (r["id"].clone(), r["status"].clone(), r["groups"].clone()))
             .collect()
     };
-    assert_eq!(runs(&new), runs(&old), "per-run groups, coverage, means and intervals");
+    let (new_runs, old_runs) = (runs(&new), runs(&old));
+    assert_eq!(new_runs.len(), old_runs.len());
+    for (n, o) in new_runs.iter().zip(&old_runs) {
+        assert_eq!((&n.0, &n.1), (&o.0, &o.1));
+        assert_same_but_additions(&n.2, &o.2, "per-run groups, coverage, means and intervals");
+    }
     let csv = |d: &Path| fs::read_to_string(d.join("leaderboard.csv")).unwrap();
     // The overlap-metric rows are those that release wrote; this release adds the assessments'
     // rows after them (their `kind` names the section).
     let (new_csv, old_csv) = (unmark(&csv(&report)), csv(&fixture().join("expected/report")));
+    let (new_csv, old_csv) = (without_zero_width_csv(&new_csv), without_zero_width_csv(&old_csv));
     let added = new_csv.strip_prefix(&old_csv).expect("the release's rows come first, unchanged");
     let kinds = ["format_checks", "judge:", "safety:", "simulator", "usage", "sap_safety", "tag_simulator"];
     for line in added.lines() {
@@ -150,7 +156,7 @@ fn a_schema_2_store_lists_shows_exports_and_reports_exactly_what_that_release_pr
         shown += 1;
         let new: Value =
             serde_json::from_str(&stdout(&h2htalk(&["runs", "show", id, "--db", db_arg, "--json"]))).unwrap();
-        assert_same_but_baselines(&new, &json(&path), &format!("run {id}: runs show --json"));
+        assert_same_but_additions(&new, &json(&path), &format!("run {id}: runs show --json"));
         let out = dir.path().join(format!("export-{id}"));
         stdout(&h2htalk(&["runs", "export", id, "--db", db_arg, "--out", out.to_str().unwrap()]));
         let old_export = expected.join(format!("export-{id}"));
@@ -174,15 +180,17 @@ fn a_schema_2_store_lists_shows_exports_and_reports_exactly_what_that_release_pr
         cmd.extend(args);
         stdout(&h2htalk(&cmd));
         let old = expected.join(name);
-        assert_same_but_baselines(
+        assert_same_but_additions(
             &json(&out.join("leaderboard.json")),
             &json(&old.join("leaderboard.json")),
             &format!("{name}: leaderboard.json"),
         );
         let read = |dir: &Path, file: &str| fs::read_to_string(dir.join(file)).unwrap();
-        assert!(read(&out, "leaderboard.csv") == read(&old, "leaderboard.csv"), "{name}: leaderboard.csv differs");
-        let md = without_baseline_tables(&read(&out, "leaderboard.md"));
-        assert!(md == read(&old, "leaderboard.md"), "{name}: leaderboard.md differs beyond the baseline tables");
+        let csv = |dir: &Path| without_zero_width_csv(&read(dir, "leaderboard.csv"));
+        assert!(csv(&out) == csv(&old), "{name}: leaderboard.csv differs");
+        let md = without_zero_width_md(&without_detectable(&without_baseline_tables(&read(&out, "leaderboard.md"))));
+        let old_md = without_zero_width_md(&read(&old, "leaderboard.md"));
+        assert!(md == old_md, "{name}: leaderboard.md differs beyond the baseline tables and detectable columns");
     }
     // The simulations are typed rows now: every conversation of the fixture, with its turns.
     let store = h2htalk_store::Store::open_read_only(&db).unwrap();
@@ -196,14 +204,22 @@ fn a_schema_2_store_lists_shows_exports_and_reports_exactly_what_that_release_pr
     }
 }
 
-/// `new` is `old` with only `baselines` keys added (null baselines came after that release; its
-/// runs have none stored, so each says not run): every value of `old` is in `new` unchanged.
-fn assert_same_but_baselines(new: &Value, old: &Value, what: &str) {
+/// `new` is `old` with only what later releases add: `baselines` keys (null baselines came after
+/// that release; its runs have none stored, so each says not run) and `detectable` keys (the
+/// minimal detectable difference of every difference). One change of a value is allowed, the fix of
+/// issue 29: an interval (`lo`/`hi`) that was zero-width because every stratum of its group held one
+/// item is null now; any other value of `old` is in `new` unchanged.
+fn assert_same_but_additions(new: &Value, old: &Value, what: &str) {
     fn walk(new: &Value, old: &Value, path: &str, added: &mut Vec<String>) {
         match (new, old) {
             (Value::Object(n), Value::Object(o)) => {
+                let zero_width = o.get("lo").is_some_and(|lo| lo.is_number() && o.get("hi") == Some(lo));
                 for (k, v) in n {
                     match o.get(k) {
+                        Some(ov) if (k == "lo" || k == "hi") && v.is_null() && ov.is_number() => {
+                            assert!(zero_width, "{path}/{k}: null where the interval was not zero-width ({ov})");
+                            assert!(n.get("lo").is_some_and(Value::is_null) && n.get("hi").is_some_and(Value::is_null));
+                        }
                         Some(ov) => walk(v, ov, &format!("{path}/{k}"), added),
                         None => added.push(format!("{path}/{k}")),
                     }
@@ -223,8 +239,93 @@ fn assert_same_but_baselines(new: &Value, old: &Value, what: &str) {
     let mut added = Vec::new();
     walk(new, old, "", &mut added);
     for path in &added {
-        assert!(path.ends_with("/baselines"), "{what}: {path} was added");
+        assert!(path.ends_with("/baselines") || path.ends_with("/detectable"), "{what}: {path} was added");
     }
+}
+
+/// A leaderboard CSV with every zero-width interval (`ci_lo` = `ci_hi`) blanked, as this release
+/// writes those over strata of one item (a zero-width interval of constant values is blanked too:
+/// the JSON comparison tells the two apart).
+fn without_zero_width_csv(csv: &str) -> String {
+    csv.split_inclusive('\n')
+        .map(|line| {
+            let mut cells: Vec<&str> = line.trim_end_matches('\n').split(',').collect();
+            if cells.len() > 10 && !cells[9].is_empty() && cells[9] == cells[10] {
+                (cells[9], cells[10]) = ("", "");
+            }
+            format!("{}{}", cells.join(","), if line.ends_with('\n') { "\n" } else { "" })
+        })
+        .collect()
+}
+
+/// A Markdown report with every zero-width interval `[x, x]` written `n/a` (and the tag tables'
+/// `[n/a]` too), as the JSON comparison above allows.
+fn without_zero_width_md(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut rest = md;
+    while let Some(i) = rest.find('[') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let interval = tail.find(']').map(|j| &tail[1..j]).and_then(|inner| inner.split_once(", "));
+        match interval {
+            Some((lo, hi)) if lo == hi && lo.parse::<f64>().is_ok() => {
+                out.push_str("n/a");
+                rest = &tail[lo.len() + hi.len() + 4..];
+            }
+            _ => {
+                out.push('[');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out.replace("[n/a]", "n/a")
+}
+
+/// A Markdown report without what this release adds to the tables of differences: the
+/// `detectable` column (the last one of a table whose header ends with it) and the notes on it.
+fn without_detectable(md: &str) -> String {
+    let md = regex_free_cut(md, "detectable: the smallest difference these simulations", "interval. ");
+    let md = regex_free_cut(&md, " detectable: the smallest difference these items", "under two items.");
+    let mut out = String::new();
+    let mut in_table = false;
+    let mut after_note = false;
+    for line in md.split_inclusive('\n') {
+        let row = line.trim_end();
+        if row.starts_with("detectable: the smallest difference") {
+            after_note = true;
+            continue;
+        }
+        if std::mem::take(&mut after_note) && row.is_empty() {
+            continue;
+        }
+        if row.starts_with('|') && row.ends_with("| detectable |") {
+            in_table = true;
+        } else if !row.starts_with('|') {
+            in_table = false;
+        }
+        if in_table {
+            let cut = row[..row.len() - 1].rfind('|').expect("a table row has cells");
+            out.push_str(&row[..=cut]);
+            out.push('\n');
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// `text` with every span from `start` to the end of the next `end` removed.
+fn regex_free_cut(text: &str, start: &str, end: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(start) {
+        out.push_str(&rest[..i]);
+        let j = rest[i..].find(end).expect("the span ends");
+        rest = &rest[i + j + end.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A Markdown report without its "Null baselines" tables (each a `####` heading to the next).

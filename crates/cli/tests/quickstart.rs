@@ -53,7 +53,11 @@ fn the_quick_start_runs_the_embedded_model_on_the_embedded_suite_end_to_end() {
     let out = bin().current_dir(dir.path()).args(["run", "--limit", "1", "--json"]).output().unwrap();
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["status"], "complete", "{v}");
-    assert_eq!((v["items"].as_u64(), v["generated"].as_u64(), v["scored"].as_u64()), (Some(11), Some(11), Some(11)), "{v}");
+    assert_eq!(
+        (v["items"].as_u64(), v["generated"].as_u64(), v["scored"].as_u64()),
+        (Some(11), Some(11), Some(11)),
+        "{v}"
+    );
     let run_id = v["run_id"].as_str().unwrap();
     let db = dir.path().join("runs/h2htalk.db");
     assert!(db.is_file(), "the default store");
@@ -82,7 +86,8 @@ fn the_quick_start_runs_the_embedded_model_on_the_embedded_suite_end_to_end() {
     let html = std::path::PathBuf::from(v["report"].as_str().unwrap());
     let html = if html.is_absolute() { html } else { dir.path().join(html) };
     assert!(html.is_file(), "{}", html.display());
-    let lb: Value = serde_json::from_str(&std::fs::read_to_string(html.with_file_name("leaderboard.json")).unwrap()).unwrap();
+    let lb: Value =
+        serde_json::from_str(&std::fs::read_to_string(html.with_file_name("leaderboard.json")).unwrap()).unwrap();
     let show = bin().current_dir(dir.path()).args(["runs", "show", run_id, "--json"]).output().unwrap();
     let show: Value = serde_json::from_str(&stdout(&show)).unwrap();
     assert_eq!(lb["assessments"]["runs"][0], show["assessments"]);
@@ -97,6 +102,14 @@ fn the_quick_start_runs_the_embedded_model_on_the_embedded_suite_end_to_end() {
         }
     }
     assert!(compared >= 12 * METRICS.len(), "means compared: {compared}");
+    // One scenario per sub-task: no group has a stratum of two items, so no mean has an interval
+    // (the families and overall once showed `[m, m]`), and the run's rank has none either.
+    for g in groups {
+        for (metric, st) in g["metrics"].as_object().unwrap() {
+            assert!(st["lo"].is_null() && st["hi"].is_null(), "{} {metric}: {st}", g["group"]);
+        }
+    }
+    assert!(lb["ranking"][0]["rank_lo"].is_null(), "{}", lb["ranking"][0]);
 }
 
 #[test]

@@ -20,6 +20,25 @@ pub fn fmt_ci(lo: Option<f64>, hi: Option<f64>) -> String {
     }
 }
 
+/// What the `detectable` column of a table of differences means, in every format.
+pub const DETECTABLE_NOTE: &str = "detectable: the smallest difference these items can show (two-sided 5%, power 0.8) at \
+the observed spread of the differences, (1.96 + 0.84) · sd / √n over the shared items (two groups: \
+√(sd²/n + sd²/n)); a smaller difference, significant or not, is below what the suite resolves; n/a under \
+two items.";
+
+/// A minimal detectable difference with four decimals, or `n/a` (under two items).
+pub fn fmt_detectable(d: Option<f64>) -> String {
+    d.map_or_else(|| "n/a".into(), fmt4)
+}
+
+/// A rank interval `lo–hi`, or `n/a` when the run's mean has no interval.
+pub fn fmt_rank(lo: Option<usize>, hi: Option<usize>) -> String {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+        _ => "n/a".into(),
+    }
+}
+
 /// A p-value with four decimals, or `n/a`.
 pub fn fmt_p(p: Option<f64>) -> String {
     p.map_or_else(|| "n/a".into(), |p| format!("{p:.4}"))

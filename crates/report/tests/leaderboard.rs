@@ -207,3 +207,60 @@ fn script_json_cannot_close_the_script_element() {
         serde_json::from_str::<serde_json::Value>(&json).unwrap()
     );
 }
+
+/// The quick start's shape: one scenario per sub-task. Every resample draws the same items, so a
+/// family, the overall mean, a rank and a paired difference have no interval (n/a), never [m, m];
+/// the detectable difference still comes from the spread over the shared items.
+#[test]
+fn strata_of_one_item_each_give_no_interval_anywhere() {
+    let dir = TempDir::new().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    for (id, sap, shift) in [("on", "on", 0.0), ("off", "off", 0.05)] {
+        let tasks = ["dialogue_base", "dialogue_emotion", "dialogue_schedule"];
+        let items: Vec<ItemRow> = tasks.iter().enumerate().map(|(k, t)| item(&format!("x{k}"), t, k)).collect();
+        let prov = h2htalk_testkit::spec("openai", "m", sap.parse().unwrap());
+        store.create_run(id, &prov, &items).unwrap();
+        let gens: Vec<GenerationRow> = (0..3).map(|k| generated(&format!("x{k}"))).collect();
+        store.put_generations(id, &gens, false).unwrap();
+        // Per item differences on − off: −0.05, +0.05, −0.15 (a spread, so a detectable figure).
+        let values = [0.2 + shift, 0.4 - shift, 0.3 + 3.0 * shift];
+        let scores: Vec<ScoreRow> =
+            values.iter().enumerate().map(|(k, v)| score(&format!("x{k}"), "scored", nine(*v))).collect();
+        store.put_scores(id, &scores).unwrap();
+    }
+    let runs = load_runs(&store, "r.db", &[]).unwrap();
+    let lb = build(&runs, &Bootstrap::default(), None).unwrap();
+    for r in &lb.runs {
+        for g in &r.groups {
+            for (m, st) in &g.metrics {
+                assert_eq!((st.lo, st.hi), (None, None), "{} {} {m}: {st:?}", r.id, g.group);
+            }
+        }
+        let family = r.group("dialogue").unwrap().metrics["composite"];
+        assert_eq!(family.n, 3);
+    }
+    for e in &lb.ranking {
+        assert_eq!((e.lo, e.hi, e.rank_lo, e.rank_hi), (None, None, None, None), "{e:?}");
+    }
+    let c = &lb.comparisons[0].paired;
+    assert_eq!((c.n, c.diff.lo, c.diff.hi, c.p_value), (3, None, None, None));
+    let sd = h2htalk_stats::power::sd(&[0.05, -0.05, 0.15]).unwrap();
+    let expected = h2htalk_stats::power::min_detectable_difference(3, sd).unwrap();
+    assert!((c.detectable.unwrap() - expected).abs() < 1e-9, "{c:?}");
+    for s in &lb.sap[0].comparisons {
+        assert_eq!((s.paired.diff.lo, s.paired.diff.hi, s.paired.p_value), (None, None, None), "{s:?}");
+    }
+    let md = render::to_markdown(&lb);
+    let interval = md.match_indices('[').any(|(i, _)| {
+        let rest = md[i + 1..].trim_start_matches('-');
+        rest.len() > 1 && rest.as_bytes()[0].is_ascii_digit() && rest.as_bytes()[1] == b'.'
+    });
+    assert!(!interval, "no interval in the Markdown:\n{md}");
+    assert!(md.contains("| detectable |") && md.contains(&format!("| {expected:.4} |")), "{md}");
+    let ranking = md.lines().find(|l| l.starts_with("| 1 | ")).unwrap();
+    assert!(ranking.contains("n/a | n/a |"), "the rank interval is n/a: {ranking}");
+    let json: serde_json::Value = serde_json::from_str(&render::to_json(&lb)).unwrap();
+    assert!(json["ranking"][0]["rank_lo"].is_null() && json["comparisons"][0]["detectable"].is_number(), "{json}");
+    let html = render::to_html(&lb, &runs).unwrap();
+    assert!(html.contains("<th class=\"num\">detectable</th>") && html.contains(&format!("{expected:.4}")));
+}

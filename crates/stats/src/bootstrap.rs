@@ -36,9 +36,10 @@ impl Bootstrap {
 }
 
 /// A point estimate with its confidence interval. The bounds are `None` (null in JSON, "n/a" in
-/// text) when the estimate stands on fewer than [`MIN_ITEMS_FOR_INTERVAL`] items: resampling one
-/// item always draws the same value, and a zero-width interval would claim a certainty that is
-/// not there.
+/// text) when no stratum of the estimate holds [`MIN_ITEMS_FOR_INTERVAL`] items: resampling one
+/// item always draws the same value, so a group of one item, or of strata of one item each (the
+/// quick start's families: one scenario per sub-task), would get a zero-width interval that claims
+/// a certainty the data do not give.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct Interval {
     pub mean: f64,
@@ -46,7 +47,7 @@ pub struct Interval {
     pub hi: Option<f64>,
 }
 
-/// The fewest items an interval is computed over.
+/// The fewest items with a value that at least one stratum must hold for an interval.
 pub const MIN_ITEMS_FOR_INTERVAL: usize = 2;
 
 /// The mean of `xs`, `None` when empty (never a silent 0).
@@ -83,6 +84,8 @@ pub struct Replicates {
     resamples: usize,
     sums: Vec<f64>,
     counts: Vec<u32>,
+    /// Per metric, the stratum's items with a value.
+    present: Vec<usize>,
 }
 
 impl Replicates {
@@ -106,13 +109,19 @@ impl Replicates {
                 }
             }
         }
-        Replicates { metrics, resamples, sums, counts }
+        let present = (0..metrics).map(|m| rows.iter().filter(|r| r[m].is_some()).count()).collect();
+        Replicates { metrics, resamples, sums, counts, present }
     }
 
     /// The replicate means of metric `m` pooled over `strata` (each stratum resampled on its own),
-    /// one per resample; a resample in which no drawn item has the metric gives `None`.
+    /// one per resample; a resample in which no drawn item has the metric gives `None`. All are
+    /// `None` when no stratum holds [`MIN_ITEMS_FOR_INTERVAL`] items with the metric: every resample
+    /// would then draw the same items, and their spread (none) says nothing.
     pub fn pooled_means(strata: &[&Replicates], m: usize) -> Vec<Option<f64>> {
         let resamples = strata.first().map_or(0, |s| s.resamples);
+        if !strata.iter().any(|s| s.present[m] >= MIN_ITEMS_FOR_INTERVAL) {
+            return vec![None; resamples];
+        }
         (0..resamples)
             .map(|b| {
                 let (mut sum, mut count) = (0.0, 0u64);
@@ -127,20 +136,16 @@ impl Replicates {
     }
 }
 
-/// The percentile interval of replicate means around `point`, an estimate over `n` items;
-/// replicates without a value are left out. `None` when no replicate has one; bounds of `None`
-/// when `n` is under [`MIN_ITEMS_FOR_INTERVAL`].
-pub fn percentile_interval(point: f64, n: usize, replicates: &[Option<f64>], cfg: &Bootstrap) -> Option<Interval> {
+/// The percentile interval of replicate means around `point`; replicates without a value are left
+/// out. Bounds of `None` when no replicate has one (see [`Replicates::pooled_means`]).
+pub fn percentile_interval(point: f64, replicates: &[Option<f64>], cfg: &Bootstrap) -> Interval {
     let mut v: Vec<f64> = replicates.iter().flatten().copied().collect();
     if v.is_empty() {
-        return None;
-    }
-    if n < MIN_ITEMS_FOR_INTERVAL {
-        return Some(Interval { mean: point, lo: None, hi: None });
+        return Interval { mean: point, lo: None, hi: None };
     }
     v.sort_by(f64::total_cmp);
     let (lq, hq) = cfg.quantiles();
-    Some(Interval { mean: point, lo: Some(quantile(&v, lq)), hi: Some(quantile(&v, hq)) })
+    Interval { mean: point, lo: Some(quantile(&v, lq)), hi: Some(quantile(&v, hq)) }
 }
 
 /// The mean of `values` with its bootstrap interval (one stratum).
@@ -164,7 +169,7 @@ pub fn stratified_mean(strata: &[Vec<f64>], cfg: &Bootstrap, seed: u64) -> Optio
         })
         .collect();
     let refs: Vec<&Replicates> = reps.iter().collect();
-    percentile_interval(point, all.len(), &Replicates::pooled_means(&refs, 0), cfg)
+    Some(percentile_interval(point, &Replicates::pooled_means(&refs, 0), cfg))
 }
 
 /// A paired bootstrap comparison of two runs (`a` − `b`) on the items both scored.
@@ -178,8 +183,11 @@ pub struct Paired {
     pub diff: Interval,
     /// Two-sided bootstrap p-value of "no difference": twice the smaller share of resampled mean
     /// differences on either side of 0 (with the +1 correction), at most 1; `None` (like the
-    /// interval) over fewer than two pairs.
+    /// interval) when no stratum holds two pairs.
     pub p_value: Option<f64>,
+    /// The smallest mean difference these pairs can show (two-sided 5%, power 0.8) at their
+    /// observed spread ([`crate::power::min_detectable_difference`]); `None` under two pairs.
+    pub detectable: Option<f64>,
 }
 
 /// Compares paired values: `pairs[i] = (stratum, a_i, b_i)`; items are resampled within their
@@ -202,13 +210,15 @@ pub fn paired_bootstrap(pairs: &[(usize, f64, f64)], cfg: &Bootstrap, seed: u64)
         .collect();
     let refs: Vec<&Replicates> = reps.iter().collect();
     let replicates = Replicates::pooled_means(&refs, 0);
-    let diff = percentile_interval(point, n, &replicates, cfg).expect("pairs give replicates");
+    let diff = percentile_interval(point, &replicates, cfg);
     let values: Vec<f64> = replicates.into_iter().flatten().collect();
     let below = values.iter().filter(|d| **d <= 0.0).count();
     let above = values.iter().filter(|d| **d >= 0.0).count();
     let p = 2.0 * (below.min(above) + 1) as f64 / (values.len() + 1) as f64;
-    let p_value = (n >= MIN_ITEMS_FOR_INTERVAL).then_some(p.min(1.0));
-    Some(Paired { n, mean_a, mean_b, diff, p_value })
+    let p_value = (!values.is_empty()).then_some(p.min(1.0));
+    let diffs: Vec<f64> = pairs.iter().map(|p| p.1 - p.2).collect();
+    let detectable = crate::power::sd(&diffs).and_then(|sd| crate::power::min_detectable_difference(n, sd));
+    Some(Paired { n, mean_a, mean_b, diff, p_value, detectable })
 }
 
 /// Ranks (1 = best, higher is better; ties share the better rank) of `values`.
@@ -217,9 +227,10 @@ pub fn ranks(values: &[f64]) -> Vec<usize> {
 }
 
 /// Rank intervals: for each resample, rank the runs' replicate means (a run without a replicate
-/// value keeps its point estimate), and take the interval's quantiles of each run's ranks.
+/// value keeps its point estimate), and take the interval's quantiles of each run's ranks. `None`
+/// for a run without any replicate value (no stratum of two items): its own spread is unknown.
 #[allow(clippy::needless_range_loop)] // `b` indexes the inner vectors of `replicates`
-pub fn rank_intervals(points: &[f64], replicates: &[Vec<Option<f64>>], cfg: &Bootstrap) -> Vec<(usize, usize)> {
+pub fn rank_intervals(points: &[f64], replicates: &[Vec<Option<f64>>], cfg: &Bootstrap) -> Vec<Option<(usize, usize)>> {
     let k = points.len();
     let resamples = replicates.first().map_or(0, Vec::len);
     let mut per_run: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); k];
@@ -230,16 +241,15 @@ pub fn rank_intervals(points: &[f64], replicates: &[Vec<Option<f64>>], cfg: &Boo
         }
     }
     let (lq, hq) = cfg.quantiles();
-    let point_ranks = ranks(points);
     per_run
         .into_iter()
         .enumerate()
         .map(|(r, mut v)| {
-            if v.is_empty() {
-                return (point_ranks[r], point_ranks[r]);
+            if v.is_empty() || replicates[r].iter().all(Option::is_none) {
+                return None;
             }
             v.sort_by(f64::total_cmp);
-            (quantile(&v, lq).floor() as usize, quantile(&v, hq).ceil() as usize)
+            Some((quantile(&v, lq).floor() as usize, quantile(&v, hq).ceil() as usize))
         })
         .collect()
 }
@@ -296,7 +306,7 @@ mod tests {
         let two = bootstrap_mean(&[0.2, 0.4], &cfg()).unwrap();
         assert!(two.lo.is_some() && two.hi.is_some());
         let p = paired_bootstrap(&[(0, 0.5, 0.2)], &cfg(), 1).unwrap();
-        assert_eq!((p.n, p.diff.lo, p.diff.hi, p.p_value), (1, None, None, None));
+        assert_eq!((p.n, p.diff.lo, p.diff.hi, p.p_value, p.detectable), (1, None, None, None, None));
         assert!((p.diff.mean - 0.3).abs() < 1e-12);
     }
 
@@ -328,7 +338,8 @@ mod tests {
         let m0 = Replicates::pooled_means(&[&r], 0);
         assert!(m0.iter().all(|m| m.is_some_and(|m| (1.0..=3.0).contains(&m))));
         assert!(Replicates::pooled_means(&[&r], 1).iter().all(Option::is_none));
-        assert_eq!(percentile_interval(0.0, 2, &Replicates::pooled_means(&[&r], 1), &cfg()), None);
+        let none = percentile_interval(0.0, &Replicates::pooled_means(&[&r], 1), &cfg());
+        assert_eq!((none.lo, none.hi), (None, None));
     }
 
     #[test]
@@ -352,6 +363,9 @@ mod tests {
         assert!((p.diff.mean - 0.1).abs() < 1e-9, "{p:?}");
         assert!(p.diff.lo.unwrap() > 0.09 && p.diff.hi.unwrap() < 0.11, "{p:?}");
         assert!(p.p_value.unwrap() < 0.01, "{p:?}");
+        let sd = crate::power::sd(&pairs.iter().map(|p| p.1 - p.2).collect::<Vec<_>>()).unwrap();
+        assert_eq!(p.detectable, crate::power::min_detectable_difference(120, sd));
+        assert!(p.detectable.unwrap() < 0.01, "{p:?}");
         // Determinism: the same seed gives the same numbers.
         assert_eq!(paired_bootstrap(&pairs, &cfg(), 9), Some(p));
     }
@@ -366,6 +380,27 @@ mod tests {
             (0..100).map(|b| Some(if b % 2 == 0 { 0.4 } else { 0.5 })).collect(),
         ];
         let iv = rank_intervals(&[0.9, 0.45, 0.44], &reps, &cfg());
-        assert_eq!(iv, [(1, 1), (2, 3), (2, 3)]);
+        assert_eq!(iv, [Some((1, 1)), Some((2, 3)), Some((2, 3))]);
+        // A run without replicates (strata of one item) has no rank interval.
+        let none = vec![reps[0].clone(), vec![None; 100]];
+        assert_eq!(rank_intervals(&[0.9, 0.45], &none, &cfg()), [Some((1, 1)), None]);
+    }
+
+    #[test]
+    fn strata_of_one_item_each_have_no_interval() {
+        // The quick start's families: three sub-tasks of one scenario each. Every resample draws
+        // the same three items, so a [m, m] interval would claim certainty.
+        let iv = stratified_mean(&[vec![0.2], vec![0.3], vec![0.4]], &cfg(), 5).unwrap();
+        assert!((iv.mean - 0.3).abs() < 1e-12);
+        assert_eq!((iv.lo, iv.hi), (None, None));
+        let p = paired_bootstrap(&[(0, 0.5, 0.2), (1, 0.4, 0.3), (2, 0.1, 0.3)], &cfg(), 1).unwrap();
+        assert_eq!((p.n, p.diff.lo, p.diff.hi, p.p_value), (3, None, None, None));
+        // One stratum of two items is enough for an interval.
+        let iv = stratified_mean(&[vec![0.2], vec![0.3, 0.5]], &cfg(), 5).unwrap();
+        assert!(iv.lo.unwrap() < iv.hi.unwrap(), "{iv:?}");
+        // Rows that lack the metric do not count: two items, one with a value, is one item.
+        let rows = vec![vec![Some(0.5)], vec![None]];
+        let r = Replicates::draw(&rows, 1, 50, 1);
+        assert!(Replicates::pooled_means(&[&r], 0).iter().all(Option::is_none));
     }
 }

@@ -7,6 +7,8 @@
 
 use serde::Serialize;
 
+use crate::bootstrap::quantile;
+
 /// Half a win each way between every pair of models.
 pub const PRIOR: f64 = 0.5;
 
@@ -171,13 +173,6 @@ pub fn rank(names: &[String], comparisons: &[Comparison], samples: usize, seed: 
         })
         .collect();
     Ranking { models, comparisons: comparisons.len(), items: items.len(), bootstrap_samples: samples, seed, level }
-}
-
-/// The `q` quantile of sorted `d`, by linear interpolation.
-fn quantile(d: &[f64], q: f64) -> f64 {
-    let pos = q * (d.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    d[lo] + (d[hi] - d[lo]) * (pos - lo as f64)
 }
 
 #[cfg(test)]

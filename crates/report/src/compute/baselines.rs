@@ -80,7 +80,6 @@ pub fn baselines_section(run: &RunRecord, baselines: &[BaselineRecord], cfg: &Bo
         Some(MetricStat { n: values.len(), mean: iv.mean, lo: iv.lo, hi: iv.hi })
     };
     let compare = |group: &str, pairs: Vec<(usize, f64, f64)>, strongest: Option<String>, baselines| {
-        let diffs: Vec<f64> = pairs.iter().map(|p| p.1 - p.2).collect();
         let difference = paired_bootstrap(&pairs, cfg, stream_seed(cfg.seed, &["baselines", id, group]));
         let run_mean = stat(pairs.iter().map(|p| p.1).collect(), &["baselines", id, group, "run"]);
         let base_mean = difference.as_ref().map(|d| d.mean_b);
@@ -89,8 +88,7 @@ pub fn baselines_section(run: &RunRecord, baselines: &[BaselineRecord], cfg: &Bo
             run: run_mean,
             baselines,
             strongest,
-            detectable: h2htalk_stats::power::sd(&diffs)
-                .and_then(|sd| h2htalk_stats::power::min_detectable_difference(diffs.len(), sd)),
+            detectable: difference.as_ref().and_then(|d| d.detectable),
             normalized: match (difference.as_ref(), base_mean) {
                 (Some(d), Some(b)) if b < 1.0 => Some((d.mean_a - b) / (1.0 - b)),
                 _ => None,
@@ -114,7 +112,9 @@ pub fn baselines_section(run: &RunRecord, baselines: &[BaselineRecord], cfg: &Bo
             .max_by(|a, b| a.1.mean.total_cmp(&b.1.mean).then_with(|| b.0.cmp(a.0)))
             .map(|(n, _)| n.clone());
         let pairs: Vec<(usize, f64, f64)> = match &strongest {
-            Some(s) => items.iter().filter_map(|(sid, v)| by_item.get(&(*sid, s.as_str())).map(|b| (t, *v, *b))).collect(),
+            Some(s) => {
+                items.iter().filter_map(|(sid, v)| by_item.get(&(*sid, s.as_str())).map(|b| (t, *v, *b))).collect()
+            }
             None => vec![],
         };
         overall.extend(pairs.iter().copied());

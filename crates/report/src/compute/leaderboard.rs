@@ -59,9 +59,10 @@ pub struct RankEntry {
     /// `None` over fewer than two items.
     pub lo: Option<f64>,
     pub hi: Option<f64>,
-    /// The interval of the run's rank over the bootstrap resamples.
-    pub rank_lo: usize,
-    pub rank_hi: usize,
+    /// The interval of the run's rank over the bootstrap resamples; `None` (n/a) when the run's
+    /// mean has no interval.
+    pub rank_lo: Option<usize>,
+    pub rank_hi: Option<usize>,
 }
 
 /// A paired comparison `a` − `b` on the items both runs scored.
@@ -186,7 +187,7 @@ fn group_stats(
         let values: Vec<f64> = members.iter().flat_map(|s| s.rows.iter().filter_map(|r| r[m])).collect();
         let r = Replicates::pooled_means(&reps, m);
         if let Some(point) = h2htalk_stats::bootstrap::mean(&values) {
-            let iv = percentile_interval(point, values.len(), &r, cfg).expect("values give replicates");
+            let iv = percentile_interval(point, &r, cfg);
             out.insert(metric.clone(), MetricStat { n: values.len(), mean: point, lo: iv.lo, hi: iv.hi });
         }
         replicates.push(r);
@@ -211,8 +212,7 @@ fn run_stats(
                 .filter(|i| i.scoring.has_values())
                 .map(|i| metrics.iter().map(|m| i.metrics.get(m).copied()).collect())
                 .collect();
-            let reps =
-                Replicates::draw(&rows, metrics.len(), cfg.resamples, stream_seed(cfg.seed, &[id, &name]));
+            let reps = Replicates::draw(&rows, metrics.len(), cfg.resamples, stream_seed(cfg.seed, &[id, &name]));
             Stratum { coverage: coverage_of(items.into_iter()), name, rows, reps }
         })
         .collect();
@@ -383,8 +383,8 @@ pub fn build(
                 mean: st.mean,
                 lo: st.lo,
                 hi: st.hi,
-                rank_lo: intervals[k].0,
-                rank_hi: intervals[k].1,
+                rank_lo: intervals[k].map(|i| i.0),
+                rank_hi: intervals[k].map(|i| i.1),
             });
         }
         ranking.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.run.cmp(&b.run)));

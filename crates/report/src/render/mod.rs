@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::ReportError;
 use crate::compute::leaderboard::Leaderboard;
 use crate::compute::stat::GroupKind;
-use crate::format::{escape_script_json, fmt_ci, fmt_p, fmt4, md};
+use crate::format::{DETECTABLE_NOTE, escape_script_json, fmt_ci, fmt_detectable, fmt_p, fmt_rank, fmt4, md};
 use crate::load::{Generation, RunRecord};
 use charts::run_keys;
 
@@ -55,15 +55,14 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                 let c = overall_coverage(lb, &e.run);
                 let _ = writeln!(
                     o,
-                    "| {} | {} | `{}` | {} | {} {} | {}–{} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | `{}` | {} | {} {} | {} | {} | {} | {} | {} | {} |",
                     e.rank,
                     key_of(&e.run),
                     e.run,
                     md(&e.label),
                     fmt4(e.mean),
                     fmt_ci(e.lo, e.hi),
-                    e.rank_lo,
-                    e.rank_hi,
+                    fmt_rank(e.rank_lo, e.rank_hi),
                     c.items,
                     c.scored,
                     c.failed,
@@ -97,31 +96,32 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
             let _ = writeln!(o);
             if !lb.comparisons.is_empty() {
                 let _ = writeln!(o, "### Each run against the next (paired bootstrap on shared scenarios)\n");
-                let _ = writeln!(o, "| a | b | shared | a − b [{pct}% CI] | p |");
-                let _ = writeln!(o, "|---|---|---:|---|---:|");
+                let _ = writeln!(o, "| a | b | shared | a − b [{pct}% CI] | p | detectable |");
+                let _ = writeln!(o, "|---|---|---:|---|---:|---:|");
                 for c in &lb.comparisons {
                     let _ = writeln!(
                         o,
-                        "| {} | {} | {} | {} {} | {} |",
+                        "| {} | {} | {} | {} {} | {} | {} |",
                         key_of(&c.a),
                         key_of(&c.b),
                         c.paired.n,
                         fmt4(c.paired.diff.mean),
                         fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
-                        fmt_p(c.paired.p_value)
+                        fmt_p(c.paired.p_value),
+                        fmt_detectable(c.paired.detectable)
                     );
                 }
-                let _ = writeln!(o);
+                let _ = writeln!(o, "\n{DETECTABLE_NOTE}\n");
             }
             if !lb.sap.is_empty() {
                 let _ = writeln!(o, "## SAP on against SAP off (`{metric}`, on − off, paired)\n");
-                let _ = writeln!(o, "| model | group | shared | on | off | on − off [{pct}% CI] | p |");
-                let _ = writeln!(o, "|---|---|---:|---:|---:|---|---:|");
+                let _ = writeln!(o, "| model | group | shared | on | off | on − off [{pct}% CI] | p | detectable |");
+                let _ = writeln!(o, "|---|---|---:|---:|---:|---|---:|---:|");
                 for s in &lb.sap {
                     for c in &s.comparisons {
                         let _ = writeln!(
                             o,
-                            "| {} | {} | {} | {} | {} | {} {} | {} |",
+                            "| {} | {} | {} | {} | {} | {} {} | {} | {} |",
                             md(&s.model),
                             c.group,
                             c.paired.n,
@@ -129,11 +129,12 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                             fmt4(c.paired.mean_b),
                             fmt4(c.paired.diff.mean),
                             fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
-                            fmt_p(c.paired.p_value)
+                            fmt_p(c.paired.p_value),
+                            fmt_detectable(c.paired.detectable)
                         );
                     }
                 }
-                let _ = writeln!(o);
+                let _ = writeln!(o, "\n{DETECTABLE_NOTE}\n");
             }
         }
         None => {
@@ -473,8 +474,8 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         .map(|e| {
             let c = overall_coverage(lb, &e.run);
             json!({"rank": e.rank, "key": key_of(&e.run), "run": e.run, "label": e.label, "mean": crate::format::exact(e.mean),
-                   "text": fmt4(e.mean), "ci": fmt_ci(e.lo, e.hi), "rank_lo": e.rank_lo,
-                   "rank_hi": e.rank_hi, "coverage": c})
+                   "text": fmt4(e.mean), "ci": fmt_ci(e.lo, e.hi),
+                   "rank_interval": fmt_rank(e.rank_lo, e.rank_hi), "coverage": c})
         })
         .collect();
     let baseline_rows: Vec<Value> = lb
@@ -492,7 +493,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
                "mean_a": fmt4(c.paired.mean_a), "mean_b": fmt4(c.paired.mean_b), "diff": fmt4(c.paired.diff.mean),
                "diff_exact": crate::format::exact(c.paired.diff.mean),
                "ci": fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
-               "p": fmt_p(c.paired.p_value),
+               "p": fmt_p(c.paired.p_value), "detectable": fmt_detectable(c.paired.detectable),
                "significant": c.paired.diff.lo.is_some_and(|lo| lo > 0.0) || c.paired.diff.hi.is_some_and(|hi| hi < 0.0)})
     };
     let sap: Vec<Value> = lb
@@ -518,6 +519,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         unranked => lb.unranked,
         comparisons => lb.comparisons.iter().map(cmp).collect::<Vec<_>>(),
         sap => sap,
+        detectable_note => DETECTABLE_NOTE,
         bars => charts::family_bars(lb, &metric),
         heat => charts::heat_map(lb, &metric),
         radars => charts::radars(lb, &metric),

@@ -658,6 +658,7 @@ pub fn sap_safety_table(a: &Assessments, pct: &str) -> Option<Table> {
                         figure: Some(fig("on_minus_off", p.diff.mean, p.diff.lo, p.diff.hi)),
                     });
                     row.push(text_cell(crate::format::fmt_p(p.p_value)));
+                    row.push(text_cell(crate::format::fmt_detectable(p.detectable)));
                 }
                 None => {
                     row.push(text_cell("0"));
@@ -666,6 +667,7 @@ pub fn sap_safety_table(a: &Assessments, pct: &str) -> Option<Table> {
                         text_cell("n/a"),
                         text_cell("n/a"),
                         text_cell(format!("n/a ({why})")),
+                        text_cell("n/a"),
                         text_cell("n/a"),
                     ]);
                 }
@@ -679,15 +681,16 @@ pub fn sap_safety_table(a: &Assessments, pct: &str) -> Option<Table> {
         head: ["model", "on", "off", "judge", "shared", "on", "off"]
             .map(String::from)
             .into_iter()
-            .chain([format!("on − off [{pct}% CI]"), "p".into()])
+            .chain([format!("on − off [{pct}% CI]"), "p".into(), "detectable".into()])
             .collect(),
         rows,
         not_run: false,
-        note: Some(
+        note: Some(format!(
             "Per model with runs of both SAP modes (the latest of each), per safety judge both runs have: the \
-             safety score on − off over the scenarios decided (pass or fail) in both, paired bootstrap by scenario."
-                .into(),
-        ),
+             safety score on − off over the scenarios decided (pass or fail) in both, paired bootstrap by scenario. \
+             {}",
+            crate::format::DETECTABLE_NOTE
+        )),
     })
 }
 

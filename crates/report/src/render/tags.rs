@@ -53,6 +53,7 @@ pub fn simulator_tables(r: &RunTags, pct: &str) -> Vec<Table> {
                 value_cell(sec, d.group, d.b, d.mean_b, Some(d.n)),
                 count_cell(sec, d.group, "simulations", d.n),
                 diff,
+                text_cell(crate::format::fmt_detectable(d.detectable)),
             ]
         })
         .collect();
@@ -62,14 +63,17 @@ pub fn simulator_tables(r: &RunTags, pct: &str) -> Vec<Table> {
         head: ["contrast", "tag side", "value", "other side", "value", "simulations"]
             .map(String::from)
             .into_iter()
-            .chain([format!("difference [{pct}% CI]")])
+            .chain([format!("difference [{pct}% CI]"), "detectable".into()])
             .collect(),
         rows,
         not_run: false,
         note: Some(format!(
             "Paired by simulation: each side over the simulations that have both (recall: facts recalled / facts \
              asked, pooled; needs: share of the simulations whose needs were judged); the interval resamples those \
-             simulations, both sides of each together. `*`: the interval excludes 0. {} simulation(s) in all.",
+             simulations, both sides of each together. `*`: the interval excludes 0. detectable: the smallest \
+             difference these simulations can show (two-sided 5%, power 0.8), (1.96 + 0.84) × the bootstrap's \
+             standard error of the difference (a ratio of pooled counts has no closed form); n/a without an \
+             interval. {} simulation(s) in all.",
             f.simulations
         )),
     };
@@ -115,17 +119,20 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
     let _ = writeln!(o, "## Findings by tag\n");
     let _ = writeln!(o, "{pct}% intervals ({}). `*`: the interval excludes 0.\n", t.method);
     let _ = writeln!(o, "### Differences per run\n");
-    let _ = writeln!(o, "| run | model · SAP | contrast | measure | n (tag / other) | difference [{pct}% CI] |");
-    let _ = writeln!(o, "|---|---|---|---|---|---|");
+    let _ = writeln!(
+        o,
+        "| run | model · SAP | contrast | measure | n (tag / other) | difference [{pct}% CI] | detectable |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---:|");
     for r in &t.runs {
         if !r.available {
-            let _ = writeln!(o, "| `{}` | {} | – | – | – | tags unavailable |", r.run, md(&r.label));
+            let _ = writeln!(o, "| `{}` | {} | – | – | – | tags unavailable | – |", r.run, md(&r.label));
             continue;
         }
         for d in &r.differences {
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} | {} | {} / {} | {} {}{} |",
+                "| `{}` | {} | {} | {} | {} / {} | {} {}{} | {} |",
                 r.run,
                 md(&r.label),
                 d.contrast,
@@ -134,11 +141,12 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                 d.n_b,
                 opt4(d.diff),
                 interval_text(d.lo, d.hi),
-                if d.excludes_zero { " *" } else { "" }
+                if d.excludes_zero { " *" } else { "" },
+                crate::format::fmt_detectable(d.detectable)
             );
         }
     }
-    let _ = writeln!(o);
+    let _ = writeln!(o, "\n{}\n", crate::format::DETECTABLE_NOTE);
     let pct_text = crate::pct(lb.bootstrap.confidence);
     for r in &t.runs {
         let _ = writeln!(o, "### Tags of `{}`: {}\n", r.run, md(&r.label));
@@ -287,6 +295,7 @@ pub fn html_view(lb: &Leaderboard) -> Value {
                         "diff": opt_exact(d.diff), "lo": opt_exact(d.lo), "hi": opt_exact(d.hi),
                         "n": format!("{} / {}", d.n_a, d.n_b),
                         "sig": d.excludes_zero,
+                        "detectable": crate::format::fmt_detectable(d.detectable),
                     }),
                     None => json!({"measure": m, "none": true}),
                 })

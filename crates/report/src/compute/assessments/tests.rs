@@ -506,7 +506,8 @@ fn a_run_is_compared_with_its_strongest_baseline_per_sub_task_and_flagged_when_n
         i.metrics = BTreeMap::from([("rougeL".to_string(), v)]);
     }
     let comfort = [0.3, 0.2, 0.25, 0.3];
-    let baselines = vec![baseline_of("echo", &runs[0], &[0.1, 0.2, 0.15, 0.1]), baseline_of("generic_comfort", &runs[0], &comfort)];
+    let baselines =
+        vec![baseline_of("echo", &runs[0], &[0.1, 0.2, 0.15, 0.1]), baseline_of("generic_comfort", &runs[0], &comfort)];
     let Section::Run(b) = baselines_section(&runs[0], &baselines, &cfg()) else { panic!("baselines run") };
     assert_eq!(b.metric, "rougeL");
     let g = &b.groups[0];

@@ -61,8 +61,9 @@ pub fn breakdown(
         FIXED_GROUPS.iter().map(|g| g.to_string()).filter(|g| members.contains_key(g)).collect();
     order.extend(members.keys().filter(|g| g.starts_with("emotion:")).cloned());
     let mut groups = Vec::new();
-    // group → measure → (n, mean, replicates)
-    let mut reps_of: BTreeMap<String, Vec<(usize, Option<f64>, Vec<Option<f64>>)>> = BTreeMap::new();
+    // group → measure → (n, mean, standard deviation, replicates)
+    type Measured = (usize, Option<f64>, Option<f64>, Vec<Option<f64>>);
+    let mut reps_of: BTreeMap<String, Vec<Measured>> = BTreeMap::new();
     for name in order {
         let (kind, strata) = &members[&name];
         let reps: Vec<Replicates> = strata
@@ -84,13 +85,10 @@ pub fn breakdown(
             let point = h2htalk_stats::bootstrap::mean(&values);
             let r = Replicates::pooled_means(&refs, m);
             if let Some(mean) = point {
-                let iv = percentile_interval(mean, values.len(), &r, cfg);
-                stats.insert(
-                    measure.clone(),
-                    TagStat { n: values.len(), mean, lo: iv.and_then(|i| i.lo), hi: iv.and_then(|i| i.hi) },
-                );
+                let iv = percentile_interval(mean, &r, cfg);
+                stats.insert(measure.clone(), TagStat { n: values.len(), mean, lo: iv.lo, hi: iv.hi });
             }
-            per_measure.push((values.len(), point, r));
+            per_measure.push((values.len(), point, h2htalk_stats::power::sd(&values), r));
         }
         groups.push(TagGroup { group: name.clone(), kind, items: counts[&name], measures: stats });
         reps_of.insert(name, per_measure);
@@ -99,7 +97,7 @@ pub fn breakdown(
     for (contrast, a, b) in CONTRASTS {
         let (Some(ra), Some(rb)) = (reps_of.get(a), reps_of.get(b)) else { continue };
         for (m, measure) in measures.iter().enumerate() {
-            let ((n_a, pa, reps_a), (n_b, pb, reps_b)) = (&ra[m], &rb[m]);
+            let ((n_a, pa, sd_a, reps_a), (n_b, pb, sd_b, reps_b)) = (&ra[m], &rb[m]);
             if pa.is_none() && pb.is_none() {
                 continue;
             }
@@ -107,7 +105,7 @@ pub fn breakdown(
             let iv = diff.filter(|_| *n_a >= 2 && *n_b >= 2).and_then(|d| {
                 let r: Vec<Option<f64>> =
                     reps_a.iter().zip(reps_b).map(|(x, y)| x.zip(*y).map(|(x, y)| x - y)).collect();
-                percentile_interval(d, (*n_a).min(*n_b), &r, cfg)
+                Some(percentile_interval(d, &r, cfg))
             });
             diffs.push(TagDifference {
                 contrast,
@@ -120,6 +118,9 @@ pub fn breakdown(
                 lo: iv.and_then(|i| i.lo),
                 hi: iv.and_then(|i| i.hi),
                 excludes_zero: iv.is_some_and(|i| i.lo.is_some_and(|lo| lo > 0.0) || i.hi.is_some_and(|hi| hi < 0.0)),
+                detectable: sd_a
+                    .zip(*sd_b)
+                    .and_then(|(sa, sb)| h2htalk_stats::power::min_detectable_between(*n_a, sa, *n_b, sb)),
             });
         }
     }
@@ -253,15 +254,19 @@ mod tests {
         assert!(!g("emotion:loneliness").measures.contains_key("rubric:j"));
         assert_eq!(g("changing_need").items, 1);
 
-        // implicit − explicit: 0.4 − 0.7 for rougeL, with an interval around it.
+        // The explicit items are one per sub-task: every resample draws both, so the group has a
+        // mean and no interval (an interval of [0.7, 0.7] would claim certainty), and neither has
+        // implicit − explicit (0.4 − 0.7 for rougeL).
+        let exp = &g("explicit_need").measures["rougeL"];
+        assert_eq!((exp.n, exp.lo, exp.hi), (2, None, None));
         let d = diffs.iter().find(|d| d.a == "implicit_need" && d.measure == "rougeL").unwrap();
         assert!((d.diff.unwrap() + 0.3).abs() < 1e-12);
-        assert_eq!((d.n_a, d.n_b), (3, 2));
-        assert!(d.lo.unwrap() <= -0.3 + 1e-12 && d.hi.unwrap() >= -0.3 - 1e-12, "{d:?}");
+        assert_eq!((d.n_a, d.n_b, d.lo, d.hi, d.excludes_zero), (3, 2, None, None, false));
+        assert!(d.detectable.is_some(), "both sides have two items: a spread, so a detectable figure");
         // changing − stable: 0.9 − 0.425; one changing item: no interval.
         let d = diffs.iter().find(|d| d.a == "changing_need" && d.measure == "rougeL").unwrap();
         assert!((d.diff.unwrap() - 0.475).abs() < 1e-12);
-        assert_eq!((d.n_a, d.n_b, d.lo, d.hi, d.excludes_zero), (1, 4, None, None, false));
+        assert_eq!((d.n_a, d.n_b, d.lo, d.hi, d.excludes_zero, d.detectable), (1, 4, None, None, false, None));
         // No multi-session item: no multi-session contrast at all.
         assert!(diffs.iter().all(|d| d.a != "multi_session"));
         // Deterministic with the seed.
@@ -293,6 +298,10 @@ mod tests {
             let (lo, hi) = (d.lo.unwrap(), d.hi.unwrap());
             assert!(lo <= d.diff.unwrap() && d.diff.unwrap() <= hi, "{d:?}");
             assert_eq!((d.n_a, d.n_b), (60, 60));
+            // Both sides spread as (i % 10) / 100: 2.80 · √(2 · sd² / 60), about 0.015.
+            let sd = h2htalk_stats::power::sd(&(0..60).map(|i| (i % 10) as f64 / 100.0).collect::<Vec<_>>()).unwrap();
+            let expected = h2htalk_stats::power::min_detectable_between(60, sd, 60, sd).unwrap();
+            assert!((d.detectable.unwrap() - expected).abs() < 1e-12 && expected < 0.02, "{d:?}");
             if d.measure == "composite" {
                 assert!((d.diff.unwrap() + 0.3).abs() < 1e-9, "{d:?}");
                 assert!(d.excludes_zero && hi < 0.0, "{d:?}");
@@ -360,6 +369,10 @@ mod tests {
         assert!((recall.diff.unwrap() + 0.65).abs() < 1e-12);
         let (lo, hi) = (recall.lo.unwrap(), recall.hi.unwrap());
         assert!(lo < -0.65 && -0.65 < hi && hi < 0.0 && recall.excludes_zero, "{recall:?}");
+        // The detectable difference is 2.80 bootstrap standard errors: about 2.80 / 3.92 of the
+        // interval's width for a near-normal bootstrap.
+        let (det, width) = (recall.detectable.unwrap(), hi - lo);
+        assert!(det > 0.5 * width && det < 0.9 * width, "{det} against a width of {width}");
         let needs = &d[1];
         assert_eq!((needs.a, needs.b, needs.n), ("changed_need_met", "hidden_need_met", 40));
         assert!(
@@ -393,6 +406,7 @@ mod tests {
         let sims = vec![sim("a", (1, 1), (0, 0), None), sim("a", (0, 1), (2, 2), Some((false, true)))];
         let d = simulator_differences(&sims, &cfg(), "r");
         assert_eq!((d[0].n, d[0].diff, d[0].lo, d[0].hi, d[0].excludes_zero), (1, Some(1.0), None, None, false));
+        assert_eq!((d[0].detectable, d[1].detectable), (None, None));
         assert_eq!((d[1].n, d[1].diff, d[1].lo, d[1].hi), (1, Some(1.0), None, None));
         // No judged simulation: no difference, and why.
         let d = simulator_differences(&sims[..1], &cfg(), "r");

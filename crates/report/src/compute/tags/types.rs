@@ -52,6 +52,9 @@ pub struct TagDifference {
     pub hi: Option<f64>,
     /// Whether the interval lies wholly above or below 0.
     pub excludes_zero: bool,
+    /// The smallest difference between the two groups a two-sided test at 5% detects with power
+    /// 0.8 at their observed spreads; `None` when a side has fewer than two items.
+    pub detectable: Option<f64>,
 }
 
 /// The tag breakdown of one run.
@@ -124,6 +127,9 @@ pub struct SimulatorDifference {
     pub lo: Option<f64>,
     pub hi: Option<f64>,
     pub excludes_zero: bool,
+    /// The smallest difference a two-sided test at 5% tells from 0 with power 0.8, at the
+    /// bootstrap's standard error; `None` with the interval.
+    pub detectable: Option<f64>,
     /// Why there is no difference, when there is none.
     pub note: Option<String>,
 }
