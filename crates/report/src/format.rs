@@ -22,9 +22,9 @@ pub fn fmt_ci(lo: Option<f64>, hi: Option<f64>) -> String {
 
 /// What the `detectable` column of a table of differences means, in every format.
 pub const DETECTABLE_NOTE: &str = "detectable: the smallest difference these items can show (two-sided 5%, power 0.8) at \
-the observed spread of the differences, (1.96 + 0.84) · sd / √n over the shared items (two groups: \
-√(sd²/n + sd²/n)); a smaller difference, significant or not, is below what the suite resolves; n/a under \
-two items.";
+the observed spread of the differences: (1.96 + 0.84) · sd / √n over n shared items, and between two \
+tag groups (1.96 + 0.84) · √(sd_a²/n_a + sd_b²/n_b); a smaller difference, significant or not, is below \
+what the suite resolves; n/a under two items.";
 
 /// A minimal detectable difference with four decimals, or `n/a` (under two items).
 pub fn fmt_detectable(d: Option<f64>) -> String {
