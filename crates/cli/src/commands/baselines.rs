@@ -9,7 +9,7 @@ use h2htalk_data::{Suite, load_suite_with};
 use h2htalk_metrics::Profile;
 use h2htalk_report::leaderboard::baseline_stats;
 use h2htalk_report::load::{BaselineRecord, order_metrics};
-use h2htalk_report::render::{baselines_markdown, tables};
+use h2htalk_report::render::{baselines, baselines_markdown, tables};
 use h2htalk_report::{Bootstrap, pct};
 use h2htalk_runner::baselines::{SafetyBaseline, ensure_run_baselines, safety_baselines, score_baselines};
 use h2htalk_store::Store;
@@ -69,7 +69,7 @@ pub fn run(args: BaselinesArgs) -> anyhow::Result<()> {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&json!({"run": run_id, "baselines": a.baselines}))?);
         } else {
-            print!("{}", tables::table_markdown(&tables::baselines_table(&a.baselines, &pct)));
+            print!("{}", tables::table_markdown(&baselines::baselines_table(&a.baselines, &pct)));
         }
         return Ok(());
     }

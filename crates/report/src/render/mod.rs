@@ -1,6 +1,7 @@
 //! The outputs: JSON, Markdown and CSV leaderboards and the self-contained HTML report, all from
 //! one [`Leaderboard`].
 
+pub mod baselines;
 pub mod charts;
 pub mod sample;
 pub mod tables;

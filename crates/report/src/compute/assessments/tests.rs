@@ -529,7 +529,7 @@ fn a_run_is_compared_with_its_strongest_baseline_per_sub_task_and_flagged_when_n
     assert!(!b.groups[0].above);
     assert_eq!(b.not_above, ["dialogue_base"]);
     assert_eq!(b.groups[0].normalized, Some(0.0));
-    let md = crate::render::tables::table_markdown(&crate::render::tables::baselines_table(&Section::Run(b), "95"));
+    let md = crate::render::tables::table_markdown(&crate::render::baselines::baselines_table(&Section::Run(b), "95"));
     assert!(md.contains("FLAG: not shown above the strongest baseline") && md.contains("dialogue_base"), "{md}");
     // No baselines stored: not run, never a zero.
     assert!(matches!(baselines_section(&runs[0], &[], &cfg()), Section::NotRun));
