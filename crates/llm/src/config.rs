@@ -16,6 +16,11 @@
 //! price_output_per_million = 0.60         # unknown (never 0); give both (one alone: the other is 0)
 //! timeout_s = 120
 //! max_attempts = 5
+//! batch = false                           # true: through the Batch API (also --batch)
+//! batch_price_factor = 0.5                # batched tokens cost this share of the prices
+//! batch_poll_s = 30                       # seconds between polls of a batch
+//! batch_completion_window = "24h"
+//! batch_max_requests = 50000
 //! [model.headers]
 //! X-Title = "h2htalk"
 //! ```
@@ -68,6 +73,21 @@ pub struct ModelConfig {
     pub max_attempts: u32,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Send this model's requests through the provider's Batch API (`--batch` turns it on too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
+    /// What a batched token costs, as a share of the prices above (default 0.5, OpenAI's discount).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_price_factor: Option<f64>,
+    /// Seconds between two polls of a batch (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_poll_s: Option<f64>,
+    /// The completion window a batch asks for (default `24h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_completion_window: Option<String>,
+    /// At most this many requests in one batch (default 50,000, OpenAI's limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_max_requests: Option<usize>,
 }
 
 fn default_provider() -> String {
@@ -117,6 +137,16 @@ impl ModelConfig {
         }
     }
 
+    /// The Batch API settings, when this model's requests go through it.
+    pub fn batch_settings(&self) -> Option<crate::batch::BatchSettings> {
+        self.batch.then(|| crate::batch::BatchSettings {
+            price_factor: self.batch_price_factor.unwrap_or(0.5),
+            poll: std::time::Duration::from_secs_f64(self.batch_poll_s.unwrap_or(30.0)),
+            completion_window: self.batch_completion_window.clone().unwrap_or_else(|| "24h".into()),
+            max_requests: self.batch_max_requests.unwrap_or(50_000),
+        })
+    }
+
     /// Cost in USD of the given token counts; `None` when no price is set.
     pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> Option<f64> {
         self.prices().map(|(i, o)| (input_tokens as f64 * i + output_tokens as f64 * o) / 1e6)
@@ -140,6 +170,9 @@ impl ModelConfig {
             ("max_concurrency", self.max_concurrency == 0),
             ("max_attempts", self.max_attempts == 0),
             ("timeout_s", !(self.timeout_s > 0.0 && self.timeout_s.is_finite())),
+            ("batch_price_factor", self.batch_price_factor.is_some_and(|f| !(f > 0.0 && f.is_finite()))),
+            ("batch_poll_s", self.batch_poll_s.is_some_and(|s| !(s > 0.0 && s.is_finite()))),
+            ("batch_max_requests", self.batch_max_requests == Some(0)),
         ] {
             if bad {
                 return Err((field, "must be positive".into()));

@@ -88,7 +88,7 @@ impl OpenAiClient {
 
     /// The body with every occurrence of the key replaced, before anything of it is kept: a server
     /// or proxy may quote the key back (in a 401 body, say), and error messages and answers are stored.
-    fn without_key(&self, bytes: impl AsRef<[u8]>) -> Vec<u8> {
+    pub(crate) fn without_key(&self, bytes: impl AsRef<[u8]>) -> Vec<u8> {
         let bytes = bytes.as_ref();
         match &self.secret {
             Some(key) if bytes.windows(key.len()).any(|w| w == key.as_bytes()) => {
@@ -98,8 +98,8 @@ impl OpenAiClient {
         }
     }
 
-    async fn request(&self, request: &ChatRequest) -> Result<ChatResponse, ChatError> {
-        let base = &self.base_urls[self.next.fetch_add(1, Ordering::Relaxed) % self.base_urls.len()];
+    /// The chat-completions body of a request (what is sent, and what a batch line carries).
+    pub(crate) fn body(&self, request: &ChatRequest) -> Value {
         let s = &request.settings;
         let mut body = json!({
             "model": self.model,
@@ -114,19 +114,92 @@ impl OpenAiClient {
         if let Some(top_p) = s.top_p {
             body["top_p"] = json!(top_p);
         }
+        body
+    }
+
+    /// The URL of `path` under the first base URL (the Batch API uses one endpoint).
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_urls[0])
+    }
+
+    /// Sends a request of the Batch API, trying a transient fault again a few times; the body as
+    /// bytes (the key masked out of it).
+    async fn send_batch_api(&self, build: impl Fn() -> reqwest::RequestBuilder) -> Result<Vec<u8>, ChatError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = async {
+                let response = build().send().await.map_err(transport_error)?;
+                let status = response.status();
+                let bytes = self.without_key(response.bytes().await.map_err(transport_error)?);
+                if status.is_success() {
+                    Ok(bytes)
+                } else {
+                    Err(ChatError::new(status_fault(status), format!("Batch API: HTTP {status}: {}", snippet(&bytes))))
+                }
+            }
+            .await;
+            match result {
+                Err(e) if e.kind.is_transient() && attempt < 5 => {
+                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn batch_json(bytes: &[u8]) -> Result<Value, ChatError> {
+        serde_json::from_slice(bytes).map_err(|_| {
+            ChatError::new(FaultKind::MalformedResponse, format!("Batch API: the body is not JSON: {}", snippet(bytes)))
+        })
+    }
+
+    /// Uploads a JSONL file of batch requests (`POST /files`, purpose `batch`); its file id.
+    pub(crate) async fn upload_batch_file(&self, jsonl: Vec<u8>) -> Result<String, ChatError> {
+        let url = self.url("/files");
+        let bytes = self
+            .send_batch_api(|| {
+                let part = reqwest::multipart::Part::bytes(jsonl.clone())
+                    .file_name("h2htalk-batch.jsonl")
+                    .mime_str("application/jsonl")
+                    .expect("a valid MIME type");
+                let form = reqwest::multipart::Form::new().text("purpose", "batch").part("file", part);
+                self.http.post(&url).multipart(form)
+            })
+            .await?;
+        let v = Self::batch_json(&bytes)?;
+        v.get("id").and_then(Value::as_str).map(str::to_string).ok_or_else(|| {
+            ChatError::new(
+                FaultKind::MalformedResponse,
+                format!("Batch API: the upload has no file id: {}", snippet(&bytes)),
+            )
+        })
+    }
+
+    pub(crate) async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ChatError> {
+        let url = self.url(path);
+        Self::batch_json(&self.send_batch_api(|| self.http.post(&url).json(body)).await?)
+    }
+
+    pub(crate) async fn get_json(&self, path: &str) -> Result<Value, ChatError> {
+        Self::batch_json(&self.get_bytes(path).await?)
+    }
+
+    pub(crate) async fn get_bytes(&self, path: &str) -> Result<Vec<u8>, ChatError> {
+        let url = self.url(path);
+        self.send_batch_api(|| self.http.get(&url)).await
+    }
+
+    async fn request(&self, request: &ChatRequest) -> Result<ChatResponse, ChatError> {
+        let base = &self.base_urls[self.next.fetch_add(1, Ordering::Relaxed) % self.base_urls.len()];
+        let body = self.body(request);
         let response =
             self.http.post(format!("{base}/chat/completions")).json(&body).send().await.map_err(transport_error)?;
         let status = response.status();
         let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
         let bytes = self.without_key(response.bytes().await.map_err(transport_error)?);
         if !status.is_success() {
-            let kind = match status {
-                StatusCode::TOO_MANY_REQUESTS => FaultKind::RateLimited,
-                StatusCode::REQUEST_TIMEOUT => FaultKind::Timeout,
-                s if s.is_server_error() => FaultKind::ServerError,
-                _ => FaultKind::ClientError,
-            };
-            let mut err = ChatError::new(kind, format!("HTTP {status}: {}", snippet(&bytes)));
+            let mut err = ChatError::new(status_fault(status), format!("HTTP {status}: {}", snippet(&bytes)));
             err.retry_after = retry_after;
             return Err(err);
         }
@@ -145,6 +218,16 @@ impl ChatModel for OpenAiClient {
 
     fn max_concurrency(&self) -> usize {
         self.max_concurrency
+    }
+}
+
+/// The fault an HTTP error status stands for.
+fn status_fault(status: StatusCode) -> FaultKind {
+    match status {
+        StatusCode::TOO_MANY_REQUESTS => FaultKind::RateLimited,
+        StatusCode::REQUEST_TIMEOUT => FaultKind::Timeout,
+        s if s.is_server_error() => FaultKind::ServerError,
+        _ => FaultKind::ClientError,
     }
 }
 

@@ -40,6 +40,8 @@ fn open(spec: &ModelRef, base_url: Option<&str>, api_key_env: Option<&str>, run:
         config: run.config.clone(),
         base_url: base_url.map(str::to_string).or_else(|| run.base_url.clone()),
         api_key_env: api_key_env.map(str::to_string).or_else(|| run.api_key_env.clone()),
+        // `--batch` sends the judges' requests through batches too, where they have a Batch API.
+        batch: run.batch && !matches!(spec, ModelRef::Local(_)),
     };
     let resolved = resolve(&request)?;
     let scheduler = resolved.scheduler();
@@ -131,7 +133,7 @@ pub async fn validate_judge(
     let suite = h2htalk_data::load_suite_with(&dir, references)?;
     let prompts = Prompts::load(&dir)?;
     let texts = JudgeTexts::load(&dir)?;
-    let request = ModelRequest { spec: judge.spec.clone(), config, base_url: None, api_key_env: None };
+    let request = ModelRequest { spec: judge.spec.clone(), config, base_url: None, api_key_env: None, batch: false };
     let opened = open_judge(judge, &request)?;
     let settings = judge_settings(judge);
     let handle = JudgeHandle {
@@ -175,11 +177,15 @@ pub async fn assess(
     let all_settings: Vec<JudgeSettings> = specs.iter().map(|j| judge_settings(j)).collect();
     let settings = all_settings.first().cloned().unwrap_or_else(|| JudgeSettings::pinned(0));
     let opened: Vec<Opened> = specs.iter().map(|j| open_judge(j, &spec.model)).collect::<Result<_>>()?;
+    // A batched judge's calls go through batches journaled with the run.
+    let models: Vec<_> =
+        opened.iter().map(|j| j.resolved.model_for(std::path::Path::new(store.path()), run_id)).collect();
     let handles: Vec<JudgeHandle> = opened
         .iter()
+        .zip(&models)
         .zip(&all_settings)
-        .map(|(j, settings)| JudgeHandle {
-            model: j.resolved.model.as_ref(),
+        .map(|((j, model), settings)| JudgeHandle {
+            model: model.as_ref(),
             scheduler: &j.scheduler,
             settings,
             texts,
@@ -216,6 +222,8 @@ pub async fn assess(
             RunError::Usage("--simulate needs a model to play the user: give --simulator SPEC or --judge SPEC".into())
         })?;
         let profiles = suite.profiles()?;
+        // Conversations go turn by turn, each turn waiting for the last: never through batches.
+        let sim_scheduler = sim.resolved.direct_scheduler();
         let companion_scheduler =
             Scheduler::new(companion.model.max_concurrency(), RetryPolicy::default(), RateLimits::default());
         let setup = SimulationSetup {
@@ -226,7 +234,7 @@ pub async fn assess(
             companion_scheduler: &companion_scheduler,
             companion_settings: spec.settings.clone(),
             simulator: sim.resolved.model.as_ref(),
-            simulator_scheduler: &sim.scheduler,
+            simulator_scheduler: &sim_scheduler,
             simulator_settings: GenerationSettings {
                 temperature: 0.7,
                 max_tokens: settings.generation.max_tokens,

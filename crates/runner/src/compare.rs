@@ -33,6 +33,8 @@ pub struct CompareOptions {
     pub allow_mixed: bool,
     /// Bootstrap resamples of the Bradley–Terry intervals.
     pub bootstrap_samples: usize,
+    /// The judgments go through the judge's Batch API, journaled under the compared runs.
+    pub batch: bool,
 }
 
 /// A comparison of runs.
@@ -105,8 +107,10 @@ pub async fn compare_runs(store: &mut Store, runs: &[String], options: &CompareO
         config: options.config.clone(),
         base_url: j.base_url.clone(),
         api_key_env: j.api_key_env.clone(),
+        batch: options.batch,
     };
     let resolved = resolve(&request).map_err(|e| RunError::Model(format!("--judge {}: {e}", j.spec)))?;
+    let model = resolved.model_for(std::path::Path::new(store.path()), &format!("compare:{}", runs.join(",")));
     let scheduler = resolved.scheduler();
     let mut settings = JudgeSettings::pinned(j.seed);
     if let Some(n) = j.max_tokens {
@@ -115,7 +119,7 @@ pub async fn compare_runs(store: &mut Store, runs: &[String], options: &CompareO
     let suite_dir = embedded::or_embedded(options.suite_dir.as_deref().or(specs[0].suite.dir.as_deref()))?;
     let texts = JudgeTexts::load(&suite_dir)?;
     let handle = JudgeHandle {
-        model: resolved.model.as_ref(),
+        model: model.as_ref(),
         scheduler: &scheduler,
         settings: &settings,
         texts: &texts,

@@ -147,9 +147,9 @@ pub async fn generate(
     // Each endpoint has its own workers and gate; all take from one queue, so a slow or throttled
     // replica takes fewer items.
     let mut handles = Vec::new();
-    for Endpoint { model, scheduler } in
-        endpoints.iter().flat_map(|e| vec![e.clone(); e.model.max_concurrency().max(1)])
-    {
+    // No more workers than items (a batched model takes tens of thousands at once).
+    let workers = |e: &Endpoint| e.model.max_concurrency().clamp(1, counters.total.load(Ordering::Relaxed).max(1));
+    for Endpoint { model, scheduler } in endpoints.iter().flat_map(|e| vec![e.clone(); workers(e)]) {
         let (queue, model, scheduler, tx, counters, stop, settings, unenforceable) = (
             queue.clone(),
             model.clone(),

@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use h2htalk_llm::config::command_line_model;
-use h2htalk_llm::{ChatModel, Config, ModelConfig, ModelRef, OpenAiClient, RateLimits, RetryPolicy, Scheduler};
+use h2htalk_llm::{
+    BatchClient, BatchSettings, ChatModel, Config, ModelConfig, ModelRef, OpenAiClient, RateLimits, RetryPolicy,
+    Scheduler,
+};
 use h2htalk_metrics::Profile;
 use h2htalk_neural::NeuralSetup;
-use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices};
+use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices, StoreJournal};
 use serde_json::{Value, json};
 
 use crate::{Result, RunError};
@@ -33,26 +36,71 @@ pub struct Resolved {
     pub model: Arc<dyn ChatModel>,
     /// Generation settings, limits and prices; `None` for local models (defaults apply).
     pub config: Option<ModelConfig>,
+    /// The client and its Batch API settings, when the model's requests go through batches.
+    pub batch: Option<(Arc<OpenAiClient>, BatchSettings)>,
 }
 
 impl Resolved {
     /// The scheduler of this model's endpoints: its concurrency, retries and rate limits.
+    /// A batched model's calls are not tried again: a failed line of a batch is a failed item, asked
+    /// again by `--retry-failed` (the Batch API's own requests are retried when they fail).
     pub fn scheduler(&self) -> Scheduler {
+        self.scheduler_for(self.batch.is_some())
+    }
+
+    /// The scheduler of calls made to the model directly, batched or not (a simulated
+    /// conversation's turns, which cannot wait for a batch each).
+    pub fn direct_scheduler(&self) -> Scheduler {
+        self.scheduler_for(false)
+    }
+
+    fn scheduler_for(&self, batched: bool) -> Scheduler {
         let cfg = self.config.as_ref();
-        let policy = RetryPolicy { max_attempts: cfg.map_or(5, |c| c.max_attempts), ..RetryPolicy::default() };
+        let attempts = if batched { 1 } else { cfg.map_or(5, |c| c.max_attempts) };
+        let policy = RetryPolicy { max_attempts: attempts, ..RetryPolicy::default() };
         let limits = RateLimits {
             requests_per_minute: cfg.and_then(|c| c.requests_per_minute),
             tokens_per_minute: cfg.and_then(|c| c.tokens_per_minute),
         };
-        Scheduler::new(self.model.max_concurrency(), policy, limits)
+        // A batched model's calls wait together: as many at once as a batch may hold.
+        let concurrency = match (&self.batch, batched) {
+            (Some((_, b)), true) => b.max_requests,
+            _ => self.model.max_concurrency(),
+        };
+        Scheduler::new(concurrency, policy, limits)
+    }
+
+    /// The model to send the calls of `scope` (a run id, or a comparison's) to: through the Batch
+    /// API for a batched model, its batches journaled in the store at `store`; the model itself
+    /// otherwise.
+    pub fn model_for(&self, store: &Path, scope: &str) -> Arc<dyn ChatModel> {
+        match &self.batch {
+            None => self.model.clone(),
+            Some((client, settings)) => {
+                let id = client.id();
+                let journal = StoreJournal {
+                    path: store.to_path_buf(),
+                    scope: scope.to_string(),
+                    model: format!("{}@{}", id.name, id.endpoint),
+                };
+                Arc::new(BatchClient::new(client.clone(), settings.clone(), Arc::new(journal)))
+            }
+        }
+    }
+
+    /// What a batched token costs as a share of the list prices (`None`: not batched).
+    pub fn batch_price_factor(&self) -> Option<f64> {
+        self.batch.as_ref().map(|(_, s)| s.price_factor)
     }
 
     /// Where the items go: one endpoint per replica (`base_urls`), each with its own client and
-    /// scheduler, so that a throttled or failing replica slows only itself; one endpoint otherwise.
-    pub fn endpoints(&self) -> Result<Vec<Endpoint>> {
+    /// scheduler, so that a throttled or failing replica slows only itself; one endpoint otherwise,
+    /// and for a batched model (its batches go to the first base URL, journaled under `scope` in
+    /// the store at `store`).
+    pub fn endpoints(&self, store: &Path, scope: &str) -> Result<Vec<Endpoint>> {
         let replicas = self.config.as_ref().map(|c| c.base_urls()).unwrap_or_default();
-        if replicas.len() < 2 {
-            return Ok(vec![Endpoint { model: self.model.clone(), scheduler: Arc::new(self.scheduler()) }]);
+        if replicas.len() < 2 || self.batch.is_some() {
+            return Ok(vec![Endpoint { model: self.model_for(store, scope), scheduler: Arc::new(self.scheduler()) }]);
         }
         let cfg = self.config.as_ref().expect("replicas come from a config");
         replicas
@@ -60,18 +108,22 @@ impl Resolved {
             .map(|url| {
                 let one = ModelConfig { base_url: Some(url), base_urls: Vec::new(), ..cfg.clone() };
                 let model: Arc<dyn ChatModel> = Arc::new(OpenAiClient::new(&one)?);
-                let resolved = Resolved { model: model.clone(), config: Some(one) };
+                let resolved = Resolved { model: model.clone(), config: Some(one), batch: None };
                 Ok(Endpoint { model, scheduler: Arc::new(resolved.scheduler()) })
             })
             .collect()
     }
 
     /// The model's prices: a config entry's as given (`None` when it sets none, as for
-    /// `openai:NAME` on the command line), 0 for a local model (free).
+    /// `openai:NAME` on the command line), 0 for a local model (free); for a batched model, times
+    /// its batch price factor.
     pub fn prices(&self) -> Option<Prices> {
+        let factor = self.batch_price_factor().unwrap_or(1.0);
         match &self.config {
             None => Some(Prices::default()),
-            Some(c) => c.prices().map(|(i, o)| Prices { input_per_million: i, output_per_million: o }),
+            Some(c) => {
+                c.prices().map(|(i, o)| Prices { input_per_million: i * factor, output_per_million: o * factor })
+            }
         }
     }
 
@@ -93,8 +145,13 @@ pub fn default_config_path() -> Option<PathBuf> {
 /// Resolves a model request into a chat model.
 pub fn resolve(request: &ModelRequest) -> Result<Resolved> {
     let spec = &request.spec;
-    let cfg = match spec {
-        ModelRef::Local(_) => return Ok(Resolved { model: local_open(spec)?, config: None }),
+    let mut cfg = match spec {
+        ModelRef::Local(_) if request.batch => {
+            return Err(RunError::Usage(format!(
+                "--batch sends requests through an OpenAI-compatible Batch API; {spec} is a local model, which has none"
+            )));
+        }
+        ModelRef::Local(_) => return Ok(Resolved { model: local_open(spec)?, config: None, batch: None }),
         ModelRef::OpenAi(name) => {
             let Some(url) = request.base_url.as_deref() else {
                 return Err(RunError::Usage(format!(
@@ -121,8 +178,10 @@ pub fn resolve(request: &ModelRequest) -> Result<Resolved> {
             })?
         }
     };
-    let client = OpenAiClient::new(&cfg)?;
-    Ok(Resolved { model: Arc::new(client), config: Some(cfg) })
+    cfg.batch |= request.batch;
+    let client = Arc::new(OpenAiClient::new(&cfg)?);
+    let batch = cfg.batch_settings().map(|s| (client.clone(), s));
+    Ok(Resolved { model: client, config: Some(cfg), batch })
 }
 
 /// Loads a local GGUF model (a few seconds; blocking).

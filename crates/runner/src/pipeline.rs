@@ -96,7 +96,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         None
     } else {
         phase(Phase::Generate);
-        let endpoints = resolved.endpoints()?;
+        let endpoints = resolved.endpoints(&options.db, &run_id)?;
         let schedulers: Vec<_> = endpoints.iter().map(|e| e.scheduler.clone()).collect();
         let counters = Arc::new(Counters::default());
         counters.total.store(items.len(), Ordering::Relaxed);

@@ -223,6 +223,7 @@ pub fn prepare(new: &NewRun, suites: &Suites) -> Result<Planned> {
         settings,
         prices: resolved.prices(),
         max_cost_usd: new.max_cost_usd,
+        batch_price_factor: resolved.batch_price_factor(),
         scoring: ScoringSpec {
             profile: new.profile,
             signature: lexical_signature(new.profile),
@@ -278,6 +279,8 @@ pub fn plan_resume(store: &mut Store, resume: &Resume, suites: &Suites) -> Resul
         config: o.config.clone().or_else(|| spec.model.config.clone()),
         base_url: o.base_url.clone().or_else(|| spec.model.base_url.clone()),
         api_key_env: o.api_key_env.clone().or_else(|| spec.model.api_key_env.clone()),
+        // A run keeps how it sent its requests: a batched run polls its batches again.
+        batch: spec.model.batch,
     };
     let resolved = resolve(&request)?;
     let now = resolved.model.id();

@@ -11,6 +11,7 @@
 extern crate h2htalk_data;
 
 pub mod baselines;
+mod batches;
 mod judging;
 mod maintenance;
 mod migrate;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use baselines::{BaselineScore, baseline_key, legacy_baseline_key};
+pub use batches::StoreJournal;
 pub use judging::JudgeSession;
 pub use protocol::Protocol;
 pub use rows::*;

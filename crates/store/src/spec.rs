@@ -81,6 +81,10 @@ pub struct ModelRequest {
     pub base_url: Option<String>,
     /// The name of the environment variable holding the key (never the key).
     pub api_key_env: Option<String>,
+    /// Its requests go through the provider's Batch API (`--batch`; a config entry's `batch = true`
+    /// does the same). Absent (off) in runs stored before batches.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
 }
 
 /// The metrics a run is scored with.
@@ -192,6 +196,10 @@ pub struct RunSpec {
     pub prices: Option<Prices>,
     /// Stop starting new items once the run's cost reaches this many USD.
     pub max_cost_usd: Option<f64>,
+    /// The run's answers came through the Batch API, whose tokens cost this share of the model's
+    /// list prices; `prices` holds the discounted prices. Absent when the run sent no batches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_price_factor: Option<f64>,
     pub scoring: ScoringSpec,
     /// Personal data masked before storage.
     pub redact: bool,
@@ -242,6 +250,7 @@ impl RunSpec {
                 config: None,
                 base_url: None,
                 api_key_env: None,
+                batch: false,
             },
         };
         Ok(RunSpec {
@@ -270,6 +279,7 @@ impl RunSpec {
             settings: field(p, "/settings")?,
             prices: field(p, "/prices")?,
             max_cost_usd: optional(p, "/max_cost_usd")?,
+            batch_price_factor: None,
             scoring: ScoringSpec {
                 profile: profile.parse().map_err(|e| format!("field `/scoring/profile`: {e}"))?,
                 signature: field(p, "/scoring/signature")?,

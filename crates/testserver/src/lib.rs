@@ -6,6 +6,11 @@
 //! the seed, the request body and how often that body was seen, so runs are reproducible.
 //! With `api_key` set it refuses requests without that bearer key (401), optionally quoting the
 //! key it got in the error body. It listens on 127.0.0.1 only.
+//!
+//! It also serves the Batch API (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batches/ID`,
+//! `GET /v1/files/ID/content`): a batch's lines get the answers `/v1/chat/completions` would give,
+//! after a set time, with failed lines, expiry (the second half of a batch's lines never done) or a
+//! batch that fails as a whole, as [`BatchBehaviour`] says.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -15,10 +20,10 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -87,6 +92,23 @@ pub struct ServerConfig {
     /// least (padded with a fixed text), so that the models of a benchmark sweep answer
     /// differently and at a real answer's length; 0 for the short echo.
     pub answer_chars: usize,
+    /// How batches of the Batch API end.
+    pub batch: BatchBehaviour,
+}
+
+/// How the Batch API behaves.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchBehaviour {
+    /// A batch is `in_progress` for this long after it is made, then ends.
+    pub complete_after_ms: u64,
+    /// The share of lines that fail (HTTP 500 in the error file), drawn from the seed, the line and
+    /// how often it was sent (a line sent again may succeed).
+    pub fail_lines: f64,
+    /// Batches end `expired`: the second half of their lines is never done (`batch_expired`).
+    pub expire: bool,
+    /// Batches end `failed` as a whole, with no results.
+    pub fail_batch: bool,
 }
 
 /// Counts of what the server did, by class.
@@ -97,6 +119,12 @@ pub struct Counters {
     /// Requests refused with 401 (no or wrong key).
     pub unauthorized: AtomicU64,
     by_fault: Mutex<HashMap<&'static str, u64>>,
+    /// Files uploaded, batches made, and polls of a batch's status.
+    pub files_uploaded: AtomicU64,
+    pub batches_created: AtomicU64,
+    pub batch_polls: AtomicU64,
+    /// Lines of batches made.
+    pub batch_lines: AtomicU64,
 }
 
 impl Counters {
@@ -109,6 +137,19 @@ struct AppState {
     config: ServerConfig,
     seen: Mutex<HashMap<[u8; 32], u64>>,
     counters: Arc<Counters>,
+    files: Mutex<HashMap<String, Vec<u8>>>,
+    batches: Mutex<HashMap<String, Batch>>,
+}
+
+/// A batch: when it was made and how it ends.
+struct Batch {
+    created: std::time::Instant,
+    input_file_id: String,
+    /// The final status and the ids of the output and error files.
+    status: &'static str,
+    output_file_id: Option<String>,
+    error_file_id: Option<String>,
+    lines: usize,
 }
 
 /// A running server; stops when dropped.
@@ -124,8 +165,22 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let counters = Arc::new(Counters::default());
-        let state = Arc::new(AppState { config, seen: Mutex::new(HashMap::new()), counters: counters.clone() });
-        let app = Router::new().route("/v1/chat/completions", post(complete)).with_state(state);
+        let state = Arc::new(AppState {
+            config,
+            seen: Mutex::new(HashMap::new()),
+            counters: counters.clone(),
+            files: Mutex::new(HashMap::new()),
+            batches: Mutex::new(HashMap::new()),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .route("/v1/files", post(upload))
+            .route("/v1/files/{id}/content", get(file_content))
+            .route("/v1/batches", post(create_batch))
+            .route("/v1/batches/{id}", get(batch_status))
+            // A batch file of the official set is tens of MB; axum's default limit is 2 MB.
+            .layer(axum::extract::DefaultBodyLimit::max(1 << 30))
+            .with_state(state);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -181,6 +236,22 @@ pub fn answer_for(config: &ServerConfig, body: &Value) -> String {
     out
 }
 
+/// How often a request body was seen, this time included (a retried request may fare otherwise).
+fn seen_again(state: &AppState, digest: [u8; 32]) -> u64 {
+    let mut seen = state.seen.lock().unwrap();
+    let n = seen.entry(digest).or_insert(0);
+    *n += 1;
+    *n
+}
+
+/// The prompt's tokens as this server counts them: the characters of its messages.
+fn prompt_tokens(body: &Value) -> u64 {
+    body["messages"]
+        .as_array()
+        .map(|m| m.iter().map(|x| x["content"].as_str().map_or(0, |s| s.chars().count() as u64)).sum())
+        .unwrap_or(0)
+}
+
 fn completion(text: &str, finish: &str, prompt_tokens: Option<u64>) -> Value {
     let Some(prompt_tokens) = prompt_tokens else {
         return json!({
@@ -197,9 +268,9 @@ fn completion(text: &str, finish: &str, prompt_tokens: Option<u64>) -> Value {
     })
 }
 
-async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+/// The 401 answer to a request without the configured key, if it lacks it.
+fn unauthorized(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     let counters = &state.counters;
-    counters.requests.fetch_add(1, Ordering::Relaxed);
     if let Some(key) = &state.config.api_key {
         let got = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
         if got != format!("Bearer {key}") {
@@ -215,16 +286,161 @@ async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
                 "type": "invalid_request_error",
                 "code": "invalid_api_key",
             }});
-            return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+            return Some((StatusCode::UNAUTHORIZED, axum::Json(body)).into_response());
         }
     }
-    let digest: [u8; 32] = Sha256::digest(&body).into();
-    let attempt = {
-        let mut seen = state.seen.lock().unwrap();
-        let n = seen.entry(digest).or_insert(0);
-        *n += 1;
-        *n
+    None
+}
+
+async fn upload(State(state): State<Arc<AppState>>, headers: HeaderMap, mut form: Multipart) -> Response {
+    if let Some(refused) = unauthorized(&state, &headers) {
+        return refused;
+    }
+    let (mut purpose, mut file) = (None, None);
+    while let Ok(Some(field)) = form.next_field().await {
+        let name = field.name().unwrap_or("").to_string();
+        let Ok(bytes) = field.bytes().await else {
+            return (StatusCode::BAD_REQUEST, "unreadable multipart field").into_response();
+        };
+        match name.as_str() {
+            "purpose" => purpose = Some(String::from_utf8_lossy(&bytes).into_owned()),
+            "file" => file = Some(bytes.to_vec()),
+            _ => {}
+        }
+    }
+    let (Some("batch"), Some(file)) = (purpose.as_deref(), file) else {
+        return (StatusCode::BAD_REQUEST, "expected purpose=batch and a file").into_response();
     };
+    let mut files = state.files.lock().unwrap();
+    let id = format!("file-{}", files.len() + 1);
+    let bytes = file.len();
+    files.insert(id.clone(), file);
+    state.counters.files_uploaded.fetch_add(1, Ordering::Relaxed);
+    axum::Json(json!({"id": id, "object": "file", "bytes": bytes, "purpose": "batch"})).into_response()
+}
+
+async fn file_content(State(state): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Some(refused) = unauthorized(&state, &headers) {
+        return refused;
+    }
+    match state.files.lock().unwrap().get(&id) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => (StatusCode::NOT_FOUND, "no such file").into_response(),
+    }
+}
+
+/// Makes a batch: its result lines are computed now and shown when it ends.
+async fn create_batch(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(refused) = unauthorized(&state, &headers) {
+        return refused;
+    }
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, "request body is not JSON").into_response();
+    };
+    let Some(input) = request["input_file_id"].as_str().and_then(|f| state.files.lock().unwrap().get(f).cloned())
+    else {
+        return (StatusCode::BAD_REQUEST, "no such input_file_id").into_response();
+    };
+    let cfg = &state.config;
+    let behaviour = &cfg.batch;
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&input).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let (mut output, mut errors) = (String::new(), String::new());
+    for (i, line) in lines.iter().enumerate() {
+        let custom_id = &line["custom_id"];
+        let body = &line["body"];
+        let digest: [u8; 32] = Sha256::digest(body.to_string().as_bytes()).into();
+        let result = if behaviour.expire && i >= lines.len().div_ceil(2) {
+            json!({"id": format!("batch_req_{i}"), "custom_id": custom_id, "response": null,
+                   "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
+        } else if draw(cfg.seed, &digest, seen_again(&state, digest)) < behaviour.fail_lines {
+            json!({"id": format!("batch_req_{i}"), "custom_id": custom_id,
+                   "response": {"status_code": 500, "body": {"error": {"message": "upstream trouble", "type": "server_error"}}},
+                   "error": null})
+        } else {
+            let usage = (!cfg.omit_usage).then_some(prompt_tokens(body));
+            json!({"id": format!("batch_req_{i}"), "custom_id": custom_id,
+                   "response": {"status_code": 200, "body": completion(&answer_for(cfg, body), "stop", usage)},
+                   "error": null})
+        };
+        let ok = result["response"]["status_code"] == 200;
+        let to = if ok { &mut output } else { &mut errors };
+        to.push_str(&result.to_string());
+        to.push('\n');
+    }
+    let mut files = state.files.lock().unwrap();
+    let mut keep = |text: String| {
+        (!text.is_empty()).then(|| {
+            let id = format!("file-{}", files.len() + 1);
+            files.insert(id.clone(), text.into_bytes());
+            id
+        })
+    };
+    let (output_file_id, error_file_id) =
+        if behaviour.fail_batch { (None, None) } else { (keep(output), keep(errors)) };
+    drop(files);
+    let status = match (behaviour.fail_batch, behaviour.expire) {
+        (true, _) => "failed",
+        (false, true) => "expired",
+        _ => "completed",
+    };
+    let mut batches = state.batches.lock().unwrap();
+    let id = format!("batch_{}", batches.len() + 1);
+    let batch = Batch {
+        created: std::time::Instant::now(),
+        input_file_id: request["input_file_id"].as_str().unwrap_or("").to_string(),
+        status,
+        output_file_id,
+        error_file_id,
+        lines: lines.len(),
+    };
+    let shown = batch_json(&id, &batch, &state.config);
+    batches.insert(id, batch);
+    state.counters.batches_created.fetch_add(1, Ordering::Relaxed);
+    state.counters.batch_lines.fetch_add(lines.len() as u64, Ordering::Relaxed);
+    axum::Json(shown).into_response()
+}
+
+fn batch_json(id: &str, b: &Batch, cfg: &ServerConfig) -> Value {
+    let done = b.created.elapsed() >= Duration::from_millis(cfg.batch.complete_after_ms);
+    let mut v = json!({
+        "id": id,
+        "object": "batch",
+        "endpoint": "/v1/chat/completions",
+        "input_file_id": b.input_file_id,
+        "completion_window": "24h",
+        "status": if done { b.status } else { "in_progress" },
+        "request_counts": {"total": b.lines, "completed": if done { b.lines } else { 0 }, "failed": 0},
+    });
+    if done {
+        v["output_file_id"] = json!(b.output_file_id);
+        v["error_file_id"] = json!(b.error_file_id);
+        if b.status == "failed" {
+            v["errors"] = json!({"object": "list", "data": [{"code": "invalid_request", "message": "the batch failed as a whole (test server)"}]});
+        }
+    }
+    v
+}
+
+async fn batch_status(State(state): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Some(refused) = unauthorized(&state, &headers) {
+        return refused;
+    }
+    state.counters.batch_polls.fetch_add(1, Ordering::Relaxed);
+    match state.batches.lock().unwrap().get(&id) {
+        Some(b) => axum::Json(batch_json(&id, b, &state.config)).into_response(),
+        None => (StatusCode::NOT_FOUND, "no such batch").into_response(),
+    }
+}
+
+async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let counters = &state.counters;
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(refused) = unauthorized(&state, &headers) {
+        return refused;
+    }
+    let digest: [u8; 32] = Sha256::digest(&body).into();
+    let attempt = seen_again(&state, digest);
     let cfg = &state.config;
     if cfg.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(cfg.latency_ms)).await;
@@ -232,11 +448,7 @@ async fn complete(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "request body is not JSON").into_response();
     };
-    let prompt_tokens: u64 = request["messages"]
-        .as_array()
-        .map(|m| m.iter().map(|x| x["content"].as_str().map_or(0, |s| s.chars().count() as u64)).sum())
-        .unwrap_or(0);
-    let usage = (!cfg.omit_usage).then_some(prompt_tokens);
+    let usage = (!cfg.omit_usage).then_some(prompt_tokens(&request));
     let text = answer_for(cfg, &request);
     let f = &cfg.faults;
     let classes: [(&'static str, f64); 11] = [

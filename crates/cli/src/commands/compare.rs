@@ -42,6 +42,10 @@ pub struct CompareArgs {
     /// are printed with the result.
     #[arg(long)]
     allow_mixed: bool,
+    /// Send the pairwise judgments through the judge's Batch API (cheaper, slower); stopped and
+    /// called again with the same runs, it polls its batches instead of paying twice.
+    #[arg(long)]
+    batch: bool,
     #[command(flatten)]
     store: DbArg,
     /// `table` for reading, `json` for one JSON object.
@@ -56,6 +60,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         suite_dir: args.suite.clone(),
         allow_mixed: args.allow_mixed,
         bootstrap_samples: args.bootstrap,
+        batch: args.batch,
     };
     if !args.store.db.is_file() {
         anyhow::bail!("{}: no run store here; give the store of the runs with --db FILE", args.store.db.display());

@@ -61,6 +61,11 @@ pub struct EndpointArgs {
     /// Environment variable holding the API key, for `--model openai:NAME`.
     #[arg(long)]
     pub api_key_env: Option<String>,
+    /// Send the requests of the model under test and of its judges through the provider's Batch
+    /// API (cheaper, slower; a config entry's `batch = true` does it for one model). A stopped run
+    /// resumed with --resume polls its batches again instead of paying twice.
+    #[arg(long)]
+    pub batch: bool,
 }
 
 impl EndpointArgs {
@@ -70,6 +75,7 @@ impl EndpointArgs {
             config: self.config.clone(),
             base_url: self.base_url.clone(),
             api_key_env: self.api_key_env.clone(),
+            batch: self.batch,
         }
     }
 }
