@@ -13,7 +13,7 @@ use h2htalk_report::compute::validity::ValidityReport;
 use h2htalk_report::{Bootstrap, RunAssessment};
 use h2htalk_store::{JudgeSpec, ModelRequest, Prices, RunSpec, SAFETY_GROUP, SimulationSpec, Store};
 
-use crate::models::{Resolved, resolve};
+use crate::models::{CacheOptions, Resolved, resolve};
 use crate::progress::{Lane, Phase};
 use crate::{Result, RunError};
 
@@ -163,6 +163,7 @@ pub async fn assess(
     prompts: &Prompts,
     texts: &JudgeTexts,
     companion: &Resolved,
+    cache: &CacheOptions,
     lane: Option<&Lane>,
 ) -> Result<Assessment> {
     let phase = |p: Phase| {
@@ -178,8 +179,8 @@ pub async fn assess(
     let settings = all_settings.first().cloned().unwrap_or_else(|| JudgeSettings::pinned(0));
     let opened: Vec<Opened> = specs.iter().map(|j| open_judge(j, &spec.model)).collect::<Result<_>>()?;
     // A batched judge's calls go through batches journaled with the run.
-    let models: Vec<_> =
-        opened.iter().map(|j| j.resolved.model_for(std::path::Path::new(store.path()), run_id)).collect();
+    let db = std::path::PathBuf::from(store.path());
+    let models: Vec<_> = opened.iter().map(|j| j.resolved.model_for(&db, run_id, cache)).collect::<Result<_>>()?;
     let handles: Vec<JudgeHandle> = opened
         .iter()
         .zip(&models)
@@ -224,16 +225,18 @@ pub async fn assess(
         let profiles = suite.profiles()?;
         // Conversations go turn by turn, each turn waiting for the last: never through batches.
         let sim_scheduler = sim.resolved.direct_scheduler();
+        let simulator = sim.resolved.direct_model_for(&db, run_id, cache)?;
+        let companion_model = companion.direct_model_for(&db, run_id, cache)?;
         let companion_scheduler =
             Scheduler::new(companion.model.max_concurrency(), RetryPolicy::default(), RateLimits::default());
         let setup = SimulationSetup {
             suite,
             prompts,
             sap: spec.sap.mode,
-            companion: companion.model.as_ref(),
+            companion: companion_model.as_ref(),
             companion_scheduler: &companion_scheduler,
             companion_settings: spec.settings.clone(),
-            simulator: sim.resolved.model.as_ref(),
+            simulator: simulator.as_ref(),
             simulator_scheduler: &sim_scheduler,
             simulator_settings: GenerationSettings {
                 temperature: 0.7,

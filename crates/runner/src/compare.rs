@@ -17,7 +17,7 @@ use h2htalk_store::protocol::ProtocolGroups;
 use h2htalk_store::{CallUsage, JudgeSpec, ModelRequest, Prices, RunSpec, Store};
 use serde::Serialize;
 
-use crate::models::resolve;
+use crate::models::{CacheOptions, resolve};
 use crate::{Result, RunError};
 
 /// How to compare.
@@ -35,6 +35,8 @@ pub struct CompareOptions {
     pub bootstrap_samples: usize,
     /// The judgments go through the judge's Batch API, journaled under the compared runs.
     pub batch: bool,
+    /// How the answer cache is used (default: on).
+    pub cache: CacheOptions,
 }
 
 /// A comparison of runs.
@@ -110,7 +112,10 @@ pub async fn compare_runs(store: &mut Store, runs: &[String], options: &CompareO
         batch: options.batch,
     };
     let resolved = resolve(&request).map_err(|e| RunError::Model(format!("--judge {}: {e}", j.spec)))?;
-    let model = resolved.model_for(std::path::Path::new(store.path()), &format!("compare:{}", runs.join(",")));
+    let scope = format!("compare:{}", runs.join(","));
+    // A redacted run's answers are judged: what is kept of the judgments is masked too.
+    let cache = CacheOptions { redact: specs.iter().any(|s| s.redact), ..options.cache.clone() };
+    let model = resolved.model_for(std::path::Path::new(store.path()), &scope, &cache)?;
     let scheduler = resolved.scheduler();
     let mut settings = JudgeSettings::pinned(j.seed);
     if let Some(n) = j.max_tokens {
@@ -295,6 +300,7 @@ impl Comparison {
         out
     }
 }
+
 
 #[cfg(test)]
 mod tests {

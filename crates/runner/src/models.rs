@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use h2htalk_llm::config::command_line_model;
 use h2htalk_llm::{
-    BatchClient, BatchSettings, ChatModel, Config, ModelConfig, ModelRef, OpenAiClient, RateLimits, RetryPolicy,
-    Scheduler,
+    BatchClient, BatchSettings, CacheMode, CachedModel, ChatModel, Config, Explain, ModelConfig, ModelRef,
+    OpenAiClient, RateLimits, RetryPolicy, Scheduler, model_identity,
 };
 use h2htalk_metrics::Profile;
 use h2htalk_neural::NeuralSetup;
-use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices, StoreJournal};
+use h2htalk_store::{MetricModels, MetricSet, ModelRequest, Prices, StoreCache, StoreJournal};
 use serde_json::{Value, json};
 
 use crate::{Result, RunError};
@@ -22,6 +22,26 @@ pub const DEFAULT_MODEL: &str = "local:gemma3-270m";
 /// [`DEFAULT_MODEL`], typed.
 pub fn default_model() -> ModelRef {
     ModelRef::parse(DEFAULT_MODEL).expect("the default model parses")
+}
+
+/// How the answer cache is used by a run's or a comparison's calls.
+#[derive(Clone, Default)]
+pub struct CacheOptions {
+    pub mode: CacheMode,
+    /// Told why each call was not found (`--explain-cache`).
+    pub explain: Option<Explain>,
+    /// The calls are a redacted run's: what is kept is masked, apart from unmasked answers.
+    pub redact: bool,
+}
+
+impl std::fmt::Debug for CacheOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheOptions")
+            .field("mode", &self.mode)
+            .field("explain", &self.explain.is_some())
+            .field("redact", &self.redact)
+            .finish()
+    }
 }
 
 /// One endpoint of a model with the scheduler that adapts to it.
@@ -72,9 +92,9 @@ impl Resolved {
 
     /// The model to send the calls of `scope` (a run id, or a comparison's) to: through the Batch
     /// API for a batched model, its batches journaled in the store at `store`; the model itself
-    /// otherwise.
-    pub fn model_for(&self, store: &Path, scope: &str) -> Arc<dyn ChatModel> {
-        match &self.batch {
+    /// otherwise; its answers looked up in and kept in the store's answer cache as `cache` says.
+    pub fn model_for(&self, store: &Path, scope: &str, cache: &CacheOptions) -> Result<Arc<dyn ChatModel>> {
+        let model = match &self.batch {
             None => self.model.clone(),
             Some((client, settings)) => {
                 let id = client.id();
@@ -85,7 +105,31 @@ impl Resolved {
                 };
                 Arc::new(BatchClient::new(client.clone(), settings.clone(), Arc::new(journal)))
             }
+        };
+        self.cached(model, store, scope, cache)
+    }
+
+    /// The model asked directly, never in batches (a simulated conversation's turns, which cannot
+    /// wait for a batch each), with the answer cache as `cache` says.
+    pub fn direct_model_for(&self, store: &Path, scope: &str, cache: &CacheOptions) -> Result<Arc<dyn ChatModel>> {
+        self.cached(self.model.clone(), store, scope, cache)
+    }
+
+    /// `model` (this model, a replica or its batch client) behind the answer cache, its answers kept
+    /// under this model's identity.
+    fn cached(
+        &self,
+        model: Arc<dyn ChatModel>,
+        store: &Path,
+        scope: &str,
+        cache: &CacheOptions,
+    ) -> Result<Arc<dyn ChatModel>> {
+        if cache.mode == CacheMode::Off {
+            return Ok(model);
         }
+        let identity = model_identity(&self.model.id());
+        let kept = Arc::new(StoreCache::open(store, scope)?);
+        Ok(Arc::new(CachedModel::new(model, identity, kept, cache.mode, cache.redact, cache.explain.clone())))
     }
 
     /// What a batched token costs as a share of the list prices (`None`: not batched).
@@ -97,10 +141,11 @@ impl Resolved {
     /// scheduler, so that a throttled or failing replica slows only itself; one endpoint otherwise,
     /// and for a batched model (its batches go to the first base URL, journaled under `scope` in
     /// the store at `store`).
-    pub fn endpoints(&self, store: &Path, scope: &str) -> Result<Vec<Endpoint>> {
+    pub fn endpoints(&self, store: &Path, scope: &str, cache: &CacheOptions) -> Result<Vec<Endpoint>> {
         let replicas = self.config.as_ref().map(|c| c.base_urls()).unwrap_or_default();
         if replicas.len() < 2 || self.batch.is_some() {
-            return Ok(vec![Endpoint { model: self.model_for(store, scope), scheduler: Arc::new(self.scheduler()) }]);
+            let model = self.model_for(store, scope, cache)?;
+            return Ok(vec![Endpoint { model, scheduler: Arc::new(self.scheduler()) }]);
         }
         let cfg = self.config.as_ref().expect("replicas come from a config");
         replicas
@@ -109,6 +154,8 @@ impl Resolved {
                 let one = ModelConfig { base_url: Some(url), base_urls: Vec::new(), ..cfg.clone() };
                 let model: Arc<dyn ChatModel> = Arc::new(OpenAiClient::new(&one)?);
                 let resolved = Resolved { model: model.clone(), config: Some(one), batch: None };
+                // Every replica keeps its answers under the model's identity.
+                let model = self.cached(model, store, scope, cache)?;
                 Ok(Endpoint { model, scheduler: Arc::new(resolved.scheduler()) })
             })
             .collect()

@@ -10,6 +10,7 @@ use h2htalk_store::{RunSpec, RunStatus, Store};
 
 use crate::assess::{Assessment, assess};
 use crate::generate::{Counters, GenerateOptions, GenerationReport, generate};
+use crate::models::CacheOptions;
 use crate::plan::{NewRun, Planned, Resume, Suites, create, plan_resume, prepare};
 use crate::progress::{Lane, Phase};
 use crate::score::score_run;
@@ -32,6 +33,8 @@ pub struct RunOptions {
     pub scoring: Option<Arc<ScoringService>>,
     /// The suites loaded so far, shared by every run of a sweep (none: the run loads its own).
     pub suites: Option<Arc<Suites>>,
+    /// How the answer cache is used (default: on).
+    pub cache: CacheOptions,
     /// A sweep: how many of its runs plan, generate and score at once, the others waiting their
     /// turn (none: [`crate::sweep::PARALLEL_RUNS`]).
     pub parallel_runs: Option<usize>,
@@ -89,6 +92,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         }
     };
     let Planned { run_id, spec, suite, prompts, judge_texts, resolved, pending: items, retry_failed } = planned;
+    let cache = CacheOptions { redact: spec.redact, ..options.cache.clone() };
     let model = resolved.model.id().to_string();
     on_start(&run_id, items.len(), &model);
 
@@ -96,7 +100,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         None
     } else {
         phase(Phase::Generate);
-        let endpoints = resolved.endpoints(&options.db, &run_id)?;
+        let endpoints = resolved.endpoints(&options.db, &run_id, &cache)?;
         let schedulers: Vec<_> = endpoints.iter().map(|e| e.scheduler.clone()).collect();
         let counters = Arc::new(Counters::default());
         counters.total.store(items.len(), Ordering::Relaxed);
@@ -135,7 +139,8 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
     })?;
     let encoding_cache = neural.as_ref().and(service.cache_state());
     let assessment =
-        assess(&mut store, &run_id, &spec, &suite, &prompts, &judge_texts, &resolved, lane.as_deref()).await?;
+        assess(&mut store, &run_id, &spec, &suite, &prompts, &judge_texts, &resolved, &options.cache, lane.as_deref())
+            .await?;
     phase(Phase::Report);
     let summary = h2htalk_report::summarize(&store, &run_id)?;
     let status = if pending > 0 {

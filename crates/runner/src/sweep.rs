@@ -176,6 +176,7 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
             scoring: Some(service.clone()),
             suites: Some(suites.clone()),
             parallel_runs: None,
+            cache: options.cache.clone(),
         };
         let (db, name, label) = (options.db.clone(), spec.name.clone(), labels[i].clone());
         let warnings = warnings.clone();

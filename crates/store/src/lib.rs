@@ -12,6 +12,7 @@ extern crate h2htalk_data;
 
 pub mod baselines;
 mod batches;
+mod cache;
 mod judging;
 mod maintenance;
 mod migrate;
@@ -31,6 +32,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use baselines::{BaselineScore, baseline_key, legacy_baseline_key};
 pub use batches::StoreJournal;
+pub use cache::{CacheStats, CacheUse, StoreCache};
 pub use judging::JudgeSession;
 pub use protocol::Protocol;
 pub use rows::*;

@@ -22,7 +22,11 @@ pub struct RunRow {
 }
 
 /// Metric values: a JSON object of finite numbers.
-pub(crate) fn decode_metrics(d: &Decoder, item: &str, raw: &str) -> StoreResult<std::collections::BTreeMap<String, f64>> {
+pub(crate) fn decode_metrics(
+    d: &Decoder,
+    item: &str,
+    raw: &str,
+) -> StoreResult<std::collections::BTreeMap<String, f64>> {
     let value: Value = d.json(Some(item), "scores.metrics", raw)?;
     let Value::Object(map) = value else {
         return Err(d.corrupt(Some(item), "scores.metrics", "not a JSON object; rescore the run"));

@@ -175,7 +175,13 @@ CREATE TABLE IF NOT EXISTS call_usage (
 
 /// Every table of the current schema.
 pub(crate) fn tables() -> String {
-    format!("{BASE_TABLES}{}{}{}", crate::simulations::TABLES, crate::baselines::TABLES, crate::batches::TABLES)
+    format!(
+        "{BASE_TABLES}{}{}{}{}",
+        crate::simulations::TABLES,
+        crate::baselines::TABLES,
+        crate::batches::TABLES,
+        crate::cache::TABLES
+    )
 }
 
 /// The schema version recorded in a store (`None`: no `meta` table or no version).

@@ -14,6 +14,37 @@ pub struct DbArg {
     pub db: PathBuf,
 }
 
+/// The answer cache of a run, sweep or comparison ([`h2htalk_llm::CachedModel`]).
+#[derive(Args, Clone, Debug)]
+pub struct AnswerCacheArgs {
+    /// The answer cache in the store: `on` takes the answers it keeps (a model's answer to the same
+    /// messages with the same settings) without a request and keeps new ones; `read` only takes;
+    /// `off` neither. `h2htalk cache stats` shows what it holds.
+    #[arg(long, value_name = "on|read|off", default_value = "on")]
+    cache: h2htalk_llm::CacheMode,
+    /// Say, for each call the cache did not hold, which part of its key (model, messages,
+    /// settings, sample) differs from the nearest kept call (the first 20, on standard error).
+    #[arg(long)]
+    explain_cache: bool,
+}
+
+impl AnswerCacheArgs {
+    pub fn options(&self) -> h2htalk_runner::models::CacheOptions {
+        let explain = self.explain_cache.then(|| {
+            let shown = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let explain: h2htalk_llm::Explain = std::sync::Arc::new(move |why: String| {
+                match shown.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+                    n if n < 20 => eprintln!("cache miss: {why}"),
+                    20 => eprintln!("cache miss: (further misses not shown)"),
+                    _ => {}
+                }
+            });
+            explain
+        });
+        h2htalk_runner::models::CacheOptions { mode: self.cache, explain, redact: false }
+    }
+}
+
 /// The encoding cache of a run or sweep ([`h2htalk_runner::scorer`]).
 #[derive(Args, Clone, Debug)]
 pub struct EncodingCacheArgs {

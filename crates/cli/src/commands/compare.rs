@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use h2htalk_runner::compare::{CompareOptions, DEFAULT_BOOTSTRAP, compare_runs};
 use h2htalk_store::Store;
 
-use super::args::{DbArg, OneJudgeArgs};
+use super::args::{AnswerCacheArgs, DbArg, OneJudgeArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
@@ -47,6 +47,8 @@ pub struct CompareArgs {
     #[arg(long)]
     batch: bool,
     #[command(flatten)]
+    answer_cache: AnswerCacheArgs,
+    #[command(flatten)]
     store: DbArg,
     /// `table` for reading, `json` for one JSON object.
     #[arg(long, value_enum, default_value = "table")]
@@ -61,6 +63,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         allow_mixed: args.allow_mixed,
         bootstrap_samples: args.bootstrap,
         batch: args.batch,
+        cache: args.answer_cache.options(),
     };
     if !args.store.db.is_file() {
         anyhow::bail!("{}: no run store here; give the store of the runs with --db FILE", args.store.db.display());

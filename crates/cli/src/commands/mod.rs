@@ -2,6 +2,7 @@
 
 mod args;
 mod baselines;
+mod cache;
 mod compare;
 mod data;
 mod judge;
@@ -58,6 +59,9 @@ enum Command {
     /// Check a judge: `judge validate` rates references against degraded copies of them.
     #[command(subcommand)]
     Judge(judge::JudgeCommand),
+    /// The answer cache of a store: what it holds, and how runs used it.
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -74,5 +78,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Prompt(cmd) => prompt::run(cmd),
         Command::Judge(cmd) => judge::run(cmd),
         Command::Baselines(args) => baselines::run(*args),
+        Command::Cache(cmd) => cache::run(cmd),
     }
 }

@@ -15,7 +15,7 @@ use h2htalk_runner::{NewRun, Resume};
 use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec, ValiditySpec};
 use serde_json::json;
 
-use super::args::{DbArg, EncodingCacheArgs, cache_line};
+use super::args::{AnswerCacheArgs, DbArg, EncodingCacheArgs, cache_line};
 use super::metric_models::MetricModelArgs;
 
 #[derive(Args)]
@@ -32,6 +32,8 @@ pub struct RunArgs {
     store: DbArg,
     #[command(flatten)]
     encoding_cache: EncodingCacheArgs,
+    #[command(flatten)]
+    answer_cache: AnswerCacheArgs,
     /// Continue a run after a crash or interruption: only items without a result are generated.
     #[arg(long, value_name = "RUN_ID")]
     resume: Option<String>,
@@ -293,6 +295,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         scoring: Some(args.encoding_cache.service(&args.store.db)),
         suites: None,
         parallel_runs: None,
+        cache: args.answer_cache.options(),
     };
     let json_out = args.json;
     let db = args.store.db.display().to_string();
@@ -307,6 +310,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let out = out?;
     let s = &out.summary;
+    let cache_uses = h2htalk_store::Store::open_read_only(&options.db)?.cache_uses(Some(&out.run_id))?;
     if json_out {
         let v = json!({
             "run_id": out.run_id,
@@ -329,6 +333,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             "assessment": out.assessment.summary,
             "report": out.report.html,
             "encoding_cache": out.encoding_cache,
+            "answer_cache": cache_uses,
         });
         println!("{}", serde_json::to_string(&v)?);
         return Ok(());
@@ -364,6 +369,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     if let Some(c) = &out.encoding_cache {
         println!("{}", cache_line(c));
+    }
+    if let Some(line) = super::cache::use_line(&cache_uses) {
+        println!("{line}");
     }
     println!("report: {}", out.report.html.display());
     println!("run {}: {} (db {})", out.run_id, out.status.as_str(), options.db.display());

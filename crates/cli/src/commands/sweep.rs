@@ -11,7 +11,7 @@ use h2htalk_runner::sweep::{SweepOutcome, SweepSpec, resume, sweep};
 
 use crate::progress::Display;
 
-use super::args::{DbArg, EncodingCacheArgs, cache_line};
+use super::args::{AnswerCacheArgs, DbArg, EncodingCacheArgs, cache_line};
 use super::run::{EndpointArgs, ProtocolArgs};
 
 #[derive(Args)]
@@ -39,6 +39,8 @@ pub struct SweepArgs {
     store: DbArg,
     #[command(flatten)]
     encoding_cache: EncodingCacheArgs,
+    #[command(flatten)]
+    answer_cache: AnswerCacheArgs,
     /// How many models' runs plan, generate and score at once; the others wait their turn. Each
     /// running model holds its items (and a local model its weights) in memory, so this bounds the
     /// sweep's memory whatever the number of models.
@@ -94,6 +96,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         scoring: Some(args.encoding_cache.service(&args.store.db)),
         suites: None,
         parallel_runs: Some(args.parallel_models as usize),
+        cache: args.answer_cache.options(),
     };
     let out = start(&args, &rt, &options);
     if let Some(d) = display.lock().unwrap().take() {
