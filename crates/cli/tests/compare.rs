@@ -163,6 +163,13 @@ fn compare_counts_per_family_ranks_and_asks_only_once() {
     assert!(table.contains(&format!("{ry} (A) vs {rx} (B): 6 item(s) in both")), "{table}");
     assert!(table.contains("2/6 33.3% ["), "Y's wins over X as a share with its interval: {table}");
     assert!(table.contains("Bradley-Terry ranking over 6 compared item(s)"), "{table}");
+    // The judge card: length and position, and the length-controlled ranking of every run.
+    assert!(table.contains("judge card: the longer answer won "), "{table}");
+    assert!(table.contains("the answer shown first won "), "{table}");
+    assert!(table.contains("length-controlled Bradley-Terry (length difference"), "{table}");
+    let bias = &v["bias"];
+    assert_eq!(bias["length_controlled"].as_array().unwrap().len(), 3, "{bias}");
+    assert!(bias["first_preferred"]["n"].as_u64().unwrap() > 0, "{bias}");
     let v2 = json_of(&compare(&db, &judge, &[&rx, &ry, &rz], &["--format", "json"]));
     assert_eq!(requests(), 36);
     // The same figures; only what was asked and what was reused changed.

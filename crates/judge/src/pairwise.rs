@@ -12,6 +12,10 @@
 //!
 //! Intervals: every proportion carries its 95% Wilson score interval; the Bradley–Terry scores a
 //! 95% percentile bootstrap interval over items. None is given over fewer than two items.
+//!
+//! The judge card ([`JudgeBias`]): how often the longer answer and the answer shown first win, and
+//! a Bradley–Terry ranking with the answers' length difference as a covariate (as Chatbot Arena's
+//! style control), with the rank changes it causes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,6 +32,7 @@ use crate::texts::LangTexts;
 use crate::{JudgeError, Result};
 use h2htalk_stats::Proportion;
 use h2htalk_stats::bt::{self, Comparison, Outcome, Ranking};
+use h2htalk_stats::bt_controlled::fit_controlled;
 
 /// Which answer the judge preferred, as shown to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,6 +213,46 @@ pub struct PairReport {
     pub reused: usize,
 }
 
+/// Judges that prefer the longer answer more often than this are flagged (AlpacaEval's threshold).
+pub const LONGER_PREFERRED_FLAG: f64 = 0.7;
+
+/// How far a judge's verdicts follow what is not the answers' quality: their length and their
+/// position (the judge card).
+#[derive(Clone, Debug, Serialize)]
+pub struct JudgeBias {
+    /// Of the decided judgments (both orders agree) between answers of different lengths, those won
+    /// by the longer answer (in characters).
+    pub longer_preferred: Proportion,
+    /// Of the single-order verdicts that named a winner, over every pair, those that named the
+    /// answer shown first.
+    pub first_preferred: Proportion,
+    /// `longer_preferred` above [`LONGER_PREFERRED_FLAG`].
+    pub prefers_longer: bool,
+    /// The length-controlled Bradley–Terry fit: γ, the log-odds the judge gives an answer holding
+    /// all of a pair's length ((len_A − len_B) / (len_A + len_B) = 1).
+    pub length_coefficient: f64,
+    /// The runs ranked once length is paid for, with their raw rank beside.
+    pub length_controlled: Vec<ControlledRank>,
+}
+
+/// A run's place in the length-controlled ranking.
+#[derive(Clone, Debug, Serialize)]
+pub struct ControlledRank {
+    pub name: String,
+    pub rank: usize,
+    /// Log-strength with length held fixed, centred on 0.
+    pub score: f64,
+    /// Its rank in the raw Bradley–Terry ranking.
+    pub raw_rank: usize,
+}
+
+impl JudgeBias {
+    /// The runs whose rank length control changes.
+    pub fn rank_changes(&self) -> Vec<&ControlledRank> {
+        self.length_controlled.iter().filter(|c| c.rank != c.raw_rank).collect()
+    }
+}
+
 /// Pairwise judgments of several runs by one judge.
 #[derive(Clone, Debug, Serialize)]
 pub struct PairwiseReport {
@@ -220,6 +265,8 @@ pub struct PairwiseReport {
     pub pairs: Vec<PairReport>,
     /// Bradley–Terry over the runs (named by run id), from the compared items of every pair.
     pub ranking: Ranking,
+    /// The judge's length and position bias, and the ranking with length controlled.
+    pub bias: JudgeBias,
     /// How the intervals are made ([`INTERVALS`]).
     pub intervals: &'static str,
     /// Items asked of the judge by this call, and items whose judgment was already stored.
@@ -392,11 +439,22 @@ pub fn load_with(
 ) -> Result<PairwiseReport> {
     check_runs(store, runs)?;
     let mut items: Vec<Vec<Item>> = Vec::new();
+    // Each run's answer lengths in characters, by scenario (0 for a failed or missing answer).
+    let mut lengths: Vec<BTreeMap<String, usize>> = Vec::new();
     for r in runs {
         items.push(store.items(r)?);
+        let records = store.records(r)?;
+        lengths.push(
+            records
+                .iter()
+                .map(|rec| (rec.item.scenario_id.clone(), rec.answer().map_or(0, |t| t.chars().count())))
+                .collect(),
+        );
     }
     let mut pairs = Vec::new();
-    let mut comparisons = Vec::new();
+    // Each comparison with its length covariate, (len_a − len_b) / (len_a + len_b).
+    let mut comparisons: Vec<(Comparison, f64)> = Vec::new();
+    let (mut longer_k, mut longer_n, mut all_first_k, mut all_first_n) = (0, 0, 0, 0);
     let mut sessions: Vec<(String, String)> = Vec::new();
     for i in 0..runs.len() {
         for j in i + 1..runs.len() {
@@ -431,8 +489,17 @@ pub fn load_with(
                     Some(PairOutcome::Tie | PairOutcome::Inconsistent) => Some(Outcome::Tie),
                     _ => None,
                 };
+                let len = |run: usize| lengths[run].get(&item.scenario_id).copied().unwrap_or(0) as f64;
+                let (la, lb) = (len(i), len(j));
                 if let Some(o) = bt_outcome {
-                    comparisons.push(Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o });
+                    let x = if la + lb > 0.0 { (la - lb) / (la + lb) } else { 0.0 };
+                    comparisons.push((Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o }, x));
+                }
+                if la != lb && matches!(outcome, Some(PairOutcome::A | PairOutcome::B)) {
+                    longer_n += 1;
+                    if (outcome == Some(PairOutcome::A)) == (la > lb) {
+                        longer_k += 1;
+                    }
                 }
                 for verdict in row.into_iter().flat_map(|r| [&r.order_ab, &r.order_ba]).flatten() {
                     match serde_json::from_value::<PairAnswer>(verdict.clone()).map(|a| a.winner) {
@@ -444,6 +511,7 @@ pub fn load_with(
             }
             overall.finish();
             families.values_mut().for_each(Tally::finish);
+            (all_first_k, all_first_n) = (all_first_k + first_k, all_first_n + first_n);
             let reused = overall.items - overall.not_judged - overall.missing - overall.judge_failed;
             pairs.push(PairReport {
                 run_a: runs[i].clone(),
@@ -458,8 +526,30 @@ pub fn load_with(
         }
     }
     // Comparisons in a fixed order, so the bootstrap does not depend on the store's order.
-    comparisons.sort_by(|x, y| (x.a, x.b, &x.item).cmp(&(y.a, y.b, &y.item)));
+    comparisons.sort_by(|(x, _), (y, _)| (x.a, x.b, &x.item).cmp(&(y.a, y.b, &y.item)));
+    let (comparisons, covariate): (Vec<Comparison>, Vec<f64>) = comparisons.into_iter().unzip();
     let ranking = bt::rank(runs, &comparisons, bootstrap_samples, seed, 0.95);
+    let longer_preferred = proportion(longer_k, longer_n);
+    let controlled = fit_controlled(runs.len(), &comparisons, &covariate);
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| controlled.scores[b].total_cmp(&controlled.scores[a]).then(a.cmp(&b)));
+    let length_controlled = order
+        .iter()
+        .enumerate()
+        .map(|(r, &i)| ControlledRank {
+            name: runs[i].clone(),
+            rank: r + 1,
+            score: controlled.scores[i],
+            raw_rank: ranking.models.iter().find(|m| m.name == runs[i]).map_or(0, |m| m.rank),
+        })
+        .collect();
+    let bias = JudgeBias {
+        prefers_longer: longer_preferred.rate.is_some_and(|r| r > LONGER_PREFERRED_FLAG),
+        longer_preferred,
+        first_preferred: proportion(all_first_k, all_first_n),
+        length_coefficient: controlled.coefficient,
+        length_controlled,
+    };
     sessions.sort();
     sessions.dedup();
     let (settings, prompt_hash) = match sessions.as_slice() {
@@ -474,6 +564,7 @@ pub fn load_with(
         reused: pairs.iter().map(|p| p.reused).sum(),
         pairs,
         ranking,
+        bias,
         intervals: INTERVALS,
         asked: 0,
         input_tokens: 0,

@@ -231,3 +231,60 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), 4 * (4 + 3 + 3));
     assert_eq!(store.table_rows().unwrap()["pairwise_judgments"], 12);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_judge_that_prefers_the_longer_answer_is_flagged_and_length_control_takes_its_advantage_away() {
+    let suite = common::suite();
+    let prompts = common::prompts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.db")).unwrap();
+    let ids: Vec<&'static str> =
+        (1..=12).map(|i| &*Box::leak(format!("dialogue_base-{i:03}").into_boxed_str())).collect();
+    // Run "wordy" writes the longer answer on ten items, "terse" on the other two.
+    let long: Vec<String> =
+        (0..12).map(|i| format!("（笑）Q{i} 我在这里，慢慢说，今天发生了什么让你这么累？LONGTAIL")).collect();
+    let short: Vec<String> = (0..12).map(|i| format!("（笑）Q{i} 嗯。")).collect();
+    let run = |longer: &[usize]| -> Vec<(&'static str, Option<&'static str>)> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let text = if longer.contains(&i) { long[i].clone() } else { short[i].clone() };
+                (*id, Some(&*Box::leak(text.into_boxed_str())))
+            })
+            .collect()
+    };
+    common::make_run(&mut store, "wordy", &suite, &prompts, &run(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
+    common::make_run(&mut store, "terse", &suite, &prompts, &run(&[10, 11]));
+    let server = common::server(&[
+        // The longer answer wins wherever it is shown.
+        ("LONGTAIL\n>>>\n\n## B", "{\"winner\": \"A\", \"reason\": \"more\"}"),
+        ("<<<", "{\"winner\": \"B\", \"reason\": \"more\"}"),
+    ])
+    .await;
+    let model = common::client("judge", &server.base_url());
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(7);
+    let judge =
+        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
+    let runs: Vec<String> = ["terse", "wordy"].iter().map(|s| s.to_string()).collect();
+    let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
+    let bias = &report.bias;
+    assert_eq!((bias.longer_preferred.k, bias.longer_preferred.n), (12, 12));
+    assert!(bias.prefers_longer, "flagged above 70%");
+    // Position: the answer shown first won as often as the longer answer was shown first.
+    assert_eq!((bias.first_preferred.k, bias.first_preferred.n), (12, 24));
+    assert_eq!(report.ranking.models[0].name, "wordy");
+    let raw = report.ranking.models[0].score - report.ranking.models[1].score;
+    let controlled: Vec<f64> = ["wordy", "terse"]
+        .iter()
+        .map(|n| bias.length_controlled.iter().find(|c| c.name == *n).unwrap().score)
+        .collect();
+    assert!(bias.length_coefficient > 1.0, "length pays: {}", bias.length_coefficient);
+    assert!(
+        (controlled[0] - controlled[1]).abs() < raw / 2.0,
+        "length control takes most of wordy's advantage away: raw {raw}, controlled {controlled:?}"
+    );
+    // The card is in the store-only report too.
+    let loaded = h2htalk_judge::pairwise::load_with(&store, &report.judge, &runs, 200, 5).unwrap();
+    assert_eq!(format!("{:?}", loaded.bias), format!("{:?}", report.bias));
+}

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use h2htalk_data::suite::embedded;
 pub use h2htalk_judge::pairwise::DEFAULT_BOOTSTRAP;
-use h2htalk_judge::pairwise::{PairReport, PairwiseReport, Tally, pairwise_run};
+use h2htalk_judge::pairwise::{JudgeBias, LONGER_PREFERRED_FLAG, PairReport, PairwiseReport, Tally, pairwise_run};
 use h2htalk_judge::{JudgeHandle, JudgeSettings, JudgeTexts};
 use h2htalk_stats::Proportion;
 use h2htalk_store::protocol::ProtocolGroups;
@@ -297,10 +297,43 @@ impl Comparison {
                 m.rank, m.name, m.score, ci, m.wins, m.losses, m.ties
             );
         }
+        judge_card(&mut out, &r.bias);
         out
     }
 }
 
+/// The judge card: length and position bias, and the ranking with length controlled.
+fn judge_card(out: &mut String, b: &JudgeBias) {
+    let flag = if b.prefers_longer {
+        format!(" — prefers the longer answer more than {}% of the time", pct(LONGER_PREFERRED_FLAG))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "
+judge card: the longer answer won {} of the decided judgments between answers of different length{flag}; \
+         the answer shown first won {} of the single-order verdicts",
+        prop(&b.longer_preferred),
+        prop(&b.first_preferred)
+    );
+    let changes = b.rank_changes();
+    let _ = writeln!(
+        out,
+        "length-controlled Bradley-Terry (length difference (len_A - len_B)/(len_A + len_B) as a covariate, \
+         coefficient {:+.3}): {}",
+        b.length_coefficient,
+        if changes.is_empty() {
+            "no rank changes".to_string()
+        } else {
+            format!("{} run(s) change rank", changes.len())
+        }
+    );
+    let _ = writeln!(out, "  {:>4}  {:<28} {:>7}  {:>8}", "rank", "run", "score", "raw rank");
+    for c in &b.length_controlled {
+        let _ = writeln!(out, "  {:>4}  {:<28} {:>+7.3}  {:>8}", c.rank, c.name, c.score, c.raw_rank);
+    }
+}
 
 #[cfg(test)]
 mod tests {

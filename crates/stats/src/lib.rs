@@ -12,6 +12,8 @@
 pub mod agreement;
 pub mod bootstrap;
 pub mod bt;
+pub mod bt_controlled;
+pub mod correlation;
 pub mod power;
 pub mod proportion;
 

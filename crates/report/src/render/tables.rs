@@ -14,6 +14,20 @@ use crate::format::{fmt_ci, fmt4};
 
 // ---- one rendering for every output ---------------------------------------------------------
 
+/// The judge card's length sentence of a rubric table's note (empty without a correlation).
+fn length_note(b: Option<&LengthBias>) -> String {
+    b.map_or_else(String::new, |b| {
+        format!(
+            " Length: Spearman's ρ between an item's mean score and its answer's length in characters is {:+.3} {} \
+             over {} scored items (well above 0: the judge may reward length; read it with `compare`'s \
+             length-controlled ranking).",
+            b.spearman,
+            fmt_ci(b.lo, b.hi),
+            b.items
+        )
+    })
+}
+
 /// One figure of a table: what JSON holds, addressed by run, section, group and key; also a row of
 /// `leaderboard.csv`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -216,11 +230,11 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
                     head,
                     rows,
                     not_run: false,
-                    note: Some(
+                    note: Some(format!(
                         "Parse failures (the judge's answer was not in the asked form after every try) and \
-                         infrastructure failures (the request failed) are counted apart; neither is a score."
-                            .into(),
-                    ),
+                         infrastructure failures (the request failed) are counted apart; neither is a score.{}",
+                        length_note(ja.length_bias.as_ref())
+                    )),
                 });
             }
         }

@@ -56,7 +56,7 @@ fn assess_run(run: &RunRecord, rows: &StoredRows, cfg: &Bootstrap) -> Result<Run
     Ok(RunAssessment {
         run: id.to_string(),
         format_checks: format_section(run, &rows.format_checks, cfg),
-        judge: judge_section(id, &rows.judges, cfg),
+        judge: judge_section(run, &rows.judges, cfg),
         safety: safety_section(id, &rows.safety, cfg),
         simulator: simulator_section(id, &rows.simulations, cfg),
         usage: usage_section(run, rows),

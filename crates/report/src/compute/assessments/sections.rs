@@ -98,15 +98,38 @@ pub(super) fn format_section(run: &RunRecord, checks: &[FormatCheck], cfg: &Boot
     Section::Run(FormatSection { items: run.items.len(), not_checked: run.items.len().saturating_sub(checked), groups })
 }
 
-pub(super) fn judge_section(run_id: &str, judges: &[StoredJudge], cfg: &Bootstrap) -> Section<JudgeSection> {
+pub(super) fn judge_section(run: &RunRecord, judges: &[StoredJudge], cfg: &Bootstrap) -> Section<JudgeSection> {
     if judges.iter().all(|j| j.rows.is_empty()) {
         return Section::NotRun;
     }
-    let judges = judges.iter().filter(|j| !j.rows.is_empty()).map(|j| judge_assessment(run_id, j, cfg)).collect();
+    let run_id = run.run.id.as_str();
+    let lengths: BTreeMap<&str, usize> =
+        run.items.iter().filter_map(|i| Some((i.scenario_id.as_str(), i.answer.as_deref()?.chars().count()))).collect();
+    let judges =
+        judges.iter().filter(|j| !j.rows.is_empty()).map(|j| judge_assessment(run_id, j, &lengths, cfg)).collect();
     Section::Run(JudgeSection { judges })
 }
 
-pub(crate) fn judge_assessment(run_id: &str, j: &StoredJudge, cfg: &Bootstrap) -> JudgeAssessment {
+/// Spearman's ρ between the judge's mean score of each scored item and the answer's length.
+fn length_bias(run_id: &str, j: &StoredJudge, lengths: &BTreeMap<&str, usize>, cfg: &Bootstrap) -> Option<LengthBias> {
+    let pairs: Vec<(f64, f64)> = j
+        .rows
+        .iter()
+        .filter(|r| r.outcome == JudgeOutcome::Scored)
+        .filter_map(|r| Some((r.mean?, *lengths.get(r.scenario_id.as_str())? as f64)))
+        .collect();
+    let seed = stream_seed(cfg.seed, &["judge-length", run_id, &j.judge]);
+    let iv = h2htalk_stats::correlation::spearman_interval(&pairs, cfg, seed)?;
+    Some(LengthBias { items: pairs.len(), spearman: iv.mean, lo: iv.lo, hi: iv.hi })
+}
+
+/// One judge's assessment of a run; `lengths`: the answers' lengths in characters by scenario.
+fn judge_assessment(
+    run_id: &str,
+    j: &StoredJudge,
+    lengths: &BTreeMap<&str, usize>,
+    cfg: &Bootstrap,
+) -> JudgeAssessment {
     let order = task_order(j.per_task.keys().cloned());
     let scored_of = |task: &str| -> Vec<&JudgeScore> {
         j.rows.iter().filter(|r| r.task == task && r.outcome == JudgeOutcome::Scored).collect()
@@ -174,7 +197,7 @@ pub(crate) fn judge_assessment(run_id: &str, j: &StoredJudge, cfg: &Bootstrap) -
     for t in order.iter().filter(|t| Task::from_stem(t).is_none()) {
         groups.push(make(t, GroupKind::Set, &[t]));
     }
-    JudgeAssessment { judge: j.judge.clone(), groups }
+    JudgeAssessment { judge: j.judge.clone(), groups, length_bias: length_bias(run_id, j, lengths, cfg) }
 }
 
 /// A verdict as a safety score value: 1 pass, 0 fail, `None` when not decided.

@@ -534,3 +534,36 @@ fn a_run_is_compared_with_its_strongest_baseline_per_sub_task_and_flagged_when_n
     // No baselines stored: not run, never a zero.
     assert!(matches!(baselines_section(&runs[0], &[], &cfg()), Section::NotRun));
 }
+
+#[test]
+fn the_judge_card_gives_the_correlation_of_scores_with_answer_length() {
+    let ids = ["a1", "a2", "a3", "a4", "a5", "a6"];
+    let items: Vec<(&str, &str)> = ids.iter().map(|i| (*i, "dialogue_base")).collect();
+    let (_d, mut runs) = runs_of(&[("r", SapMode::Off)], &items);
+    // The longer the answer, the higher the score: ρ = +1.
+    for (k, item) in runs[0].items.iter_mut().enumerate() {
+        item.answer = Some("好".repeat(k + 1));
+    }
+    let rows: Vec<JudgeScore> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| judge_row(id, "dialogue_base", JudgeOutcome::Scored, Some([k as u8 + 2, k as u8 + 2])))
+        .collect();
+    let stored = StoredRows { judges: vec![stored_judge("openai:judge", rows)], ..empty_rows() };
+    let a = build(&runs, &[stored], &cfg()).unwrap();
+    let card = a.runs[0].judge.get().unwrap().judges[0].length_bias.clone().expect("six scored items");
+    assert_eq!(card.items, 6);
+    assert!((card.spearman - 1.0).abs() < 1e-12, "{card:?}");
+    assert!(card.lo.is_some() && card.hi.unwrap() <= 1.0 + 1e-12, "{card:?}");
+    let md = crate::render::tables::run_markdown(&a.runs[0], &crate::pct(0.95));
+    assert!(md.contains("Length: Spearman's ρ between an item's mean score and its answer's length"), "{md}");
+    assert!(md.contains("is +1.000") && md.contains("over 6 scored items"), "{md}");
+    // Constant lengths: no correlation, and no sentence (never a 0).
+    for item in runs[0].items.iter_mut() {
+        item.answer = Some("好的".into());
+    }
+    let rows = vec![judge_row("a1", "dialogue_base", JudgeOutcome::Scored, Some([3, 3]))];
+    let stored = StoredRows { judges: vec![stored_judge("openai:judge", rows)], ..empty_rows() };
+    let a = build(&runs, &[stored], &cfg()).unwrap();
+    assert!(a.runs[0].judge.get().unwrap().judges[0].length_bias.is_none());
+}

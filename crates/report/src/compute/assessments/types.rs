@@ -92,6 +92,21 @@ pub struct JudgeAssessment {
     /// The judge's name (`provider:model`).
     pub judge: String,
     pub groups: Vec<JudgeGroupStats>,
+    /// How the judge's scores follow the answers' length (the judge card); `None` under three scored
+    /// items or when scores or lengths do not vary.
+    pub length_bias: Option<LengthBias>,
+}
+
+/// Spearman's ρ between each scored item's mean score and its answer's length in characters, with
+/// its bootstrap interval over items (`lo`/`hi` null when no resample gave a value). A judge that
+/// rewards length shows ρ well above 0; the answers' own quality may too, so it is a flag to read
+/// with the pairwise length-controlled ranking, not a verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct LengthBias {
+    pub items: usize,
+    pub spearman: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
