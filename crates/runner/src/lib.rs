@@ -8,11 +8,13 @@
 //! - [`score`]: the one scoring function for pairs (`h2htalk score` and runs).
 //! - [`baselines`]: the null baselines of a run, scored as its answers are.
 //! - [`assess`]: format checks, the SAP safety score, the LLM judge and the user simulator.
+//! - [`annotate`]: blinded items for people to rate, and their ratings read back.
 //! - [`compare`]: pairwise comparison of stored runs by a judge, with a Bradley–Terry ranking.
 //! - [`models`]: model specs resolved into chat models.
 //! - [`progress`]: the progress display of a generation phase, and of a sweep.
 //! - [`sweep`]: several models under one protocol, reusing stored runs.
 
+pub mod annotate;
 pub mod assess;
 pub mod baselines;
 pub mod compare;

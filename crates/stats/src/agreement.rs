@@ -87,6 +87,26 @@ pub fn alpha(units: &[Vec<f64>], metric: Metric) -> Option<f64> {
     (expected > 0.0).then(|| 1.0 - observed / expected)
 }
 
+/// Alpha over `units` with a percentile bootstrap interval from `cfg.resamples` resamples of the
+/// units, seeded by `seed` (a resample where alpha is undefined gives no replicate); `None` when
+/// alpha itself is undefined.
+pub fn alpha_interval(
+    units: &[Vec<f64>],
+    metric: Metric,
+    cfg: &crate::bootstrap::Bootstrap,
+    seed: u64,
+) -> Option<crate::bootstrap::Interval> {
+    let point = alpha(units, metric)?;
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let replicates: Vec<Option<f64>> = (0..cfg.resamples)
+        .map(|_| {
+            let sample: Vec<Vec<f64>> = (0..units.len()).map(|_| units[rng.usize(..units.len())].clone()).collect();
+            alpha(&sample, metric)
+        })
+        .collect();
+    Some(crate::bootstrap::percentile_interval(point, &replicates, cfg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

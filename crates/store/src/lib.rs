@@ -11,6 +11,7 @@
 extern crate h2htalk_data;
 
 pub mod baselines;
+pub mod annotations;
 mod batches;
 mod cache;
 mod judging;
@@ -31,6 +32,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 pub use baselines::{BaselineScore, baseline_key, legacy_baseline_key};
+pub use annotations::{AnnotationItem, AnnotationKind, AnnotationSet, HumanRating};
 pub use batches::StoreJournal;
 pub use cache::{CacheStats, CacheUse, StoreCache};
 pub use judging::JudgeSession;

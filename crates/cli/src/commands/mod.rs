@@ -1,5 +1,6 @@
 //! Command-line definitions and dispatch.
 
+mod annotate;
 mod args;
 mod baselines;
 mod cache;
@@ -59,6 +60,9 @@ enum Command {
     /// Check a judge: `judge validate` rates references against degraded copies of them.
     #[command(subcommand)]
     Judge(judge::JudgeCommand),
+    /// Judges checked against people: blinded items to rate, their ratings, and the agreement.
+    #[command(subcommand)]
+    Annotate(annotate::AnnotateCommand),
     /// The answer cache of a store: what it holds, and how runs used it.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
@@ -79,5 +83,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Judge(cmd) => judge::run(cmd),
         Command::Baselines(args) => baselines::run(*args),
         Command::Cache(cmd) => cache::run(cmd),
+        Command::Annotate(cmd) => annotate::run(cmd),
     }
 }

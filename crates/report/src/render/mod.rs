@@ -3,6 +3,7 @@
 
 pub mod baselines;
 pub mod charts;
+pub mod human;
 pub mod sample;
 pub mod tables;
 pub mod tags;
@@ -250,6 +251,9 @@ fn assessments_markdown(lb: &Leaderboard) -> String {
     }
     if let Some(t) = sap_safety_table(&lb.assessments, &pct) {
         o.push_str(&table_markdown(&t));
+    }
+    for h in &lb.assessments.human {
+        o.push_str(&table_markdown(&crate::render::human::human_table(h, &pct)));
     }
     o
 }
@@ -556,5 +560,7 @@ fn assessments_view(lb: &Leaderboard) -> Value {
             Some(json!({"key": k.key, "id": k.id, "label": k.label, "tables": ts}))
         })
         .collect();
-    json!({"runs": runs, "sap": sap_safety_table(&lb.assessments, &pct).map(|t| table("", &t))})
+    let human: Vec<Value> =
+        lb.assessments.human.iter().map(|h| table("", &crate::render::human::human_table(h, &pct))).collect();
+    json!({"runs": runs, "sap": sap_safety_table(&lb.assessments, &pct).map(|t| table("", &t)), "human": human})
 }

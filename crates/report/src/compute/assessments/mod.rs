@@ -35,7 +35,12 @@ pub use types::*;
 /// The assessments of `runs`, read from `store`.
 pub fn assess(store: &Store, runs: &[RunRecord], cfg: &Bootstrap) -> Result<Assessments, ReportError> {
     let rows: Vec<StoredRows> = runs.iter().map(|r| load_rows(store, r)).collect::<Result<_, _>>()?;
-    build(runs, &rows, cfg)
+    let mut out = build(runs, &rows, cfg)?;
+    // Sets rated by people are the report's when all their runs are in it (`runs show` of one run
+    // shows a rubric set of that run alone).
+    let ids: Vec<String> = runs.iter().map(|r| r.run.id.clone()).collect();
+    out.human = crate::compute::human::human_agreements(store, &ids, cfg)?;
+    Ok(out)
 }
 
 /// The assessments of `runs` from their stored rows (`rows[i]` belongs to `runs[i]`).

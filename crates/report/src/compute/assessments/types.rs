@@ -324,6 +324,10 @@ pub struct Assessments {
     pub runs: Vec<RunAssessment>,
     /// For each model with runs of both SAP modes (the latest of each): the safety score on − off.
     pub sap_safety: Vec<SafetyOnOff>,
+    /// Judges against people, per set of items people rated whose runs are all in the report
+    /// (absent when there is none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub human: Vec<crate::compute::human::HumanAgreement>,
 }
 
 impl Assessments {
