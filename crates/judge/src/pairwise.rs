@@ -228,6 +228,8 @@ pub struct JudgeBias {
     pub first_preferred: Proportion,
     /// `longer_preferred` above [`LONGER_PREFERRED_FLAG`].
     pub prefers_longer: bool,
+    /// `first_preferred`'s 95% interval excludes one half: the judge favours a position.
+    pub position_biased: bool,
     /// The length-controlled Bradley–Terry fit: γ, the log-odds the judge gives an answer holding
     /// all of a pair's length ((len_A − len_B) / (len_A + len_B) = 1).
     pub length_coefficient: f64,
@@ -543,10 +545,12 @@ pub fn load_with(
             raw_rank: ranking.models.iter().find(|m| m.name == runs[i]).map_or(0, |m| m.rank),
         })
         .collect();
+    let first_preferred = proportion(all_first_k, all_first_n);
     let bias = JudgeBias {
         prefers_longer: longer_preferred.rate.is_some_and(|r| r > LONGER_PREFERRED_FLAG),
         longer_preferred,
-        first_preferred: proportion(all_first_k, all_first_n),
+        position_biased: first_preferred.ci95.is_some_and(|[lo, hi]| lo > 0.5 || hi < 0.5),
+        first_preferred,
         length_coefficient: controlled.coefficient,
         length_controlled,
     };

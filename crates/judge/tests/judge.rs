@@ -273,6 +273,7 @@ async fn a_judge_that_prefers_the_longer_answer_is_flagged_and_length_control_ta
     assert!(bias.prefers_longer, "flagged above 70%");
     // Position: the answer shown first won as often as the longer answer was shown first.
     assert_eq!((bias.first_preferred.k, bias.first_preferred.n), (12, 24));
+    assert!(!bias.position_biased, "the longer answer was shown first half of the time: no position bias");
     assert_eq!(report.ranking.models[0].name, "wordy");
     let raw = report.ranking.models[0].score - report.ranking.models[1].score;
     let controlled: Vec<f64> = ["wordy", "terse"]
@@ -287,4 +288,33 @@ async fn a_judge_that_prefers_the_longer_answer_is_flagged_and_length_control_ta
     // The card is in the store-only report too.
     let loaded = h2htalk_judge::pairwise::load_with(&store, &report.judge, &runs, 200, 5).unwrap();
     assert_eq!(format!("{:?}", loaded.bias), format!("{:?}", report.bias));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_judge_that_prefers_the_first_answer_shown_is_caught() {
+    let suite = common::suite();
+    let prompts = common::prompts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.db")).unwrap();
+    let ids: Vec<&'static str> =
+        (1..=10).map(|i| &*Box::leak(format!("dialogue_base-{i:03}").into_boxed_str())).collect();
+    let run = |tag: &str| -> Vec<(&'static str, Option<&'static str>)> {
+        ids.iter().map(|id| (*id, Some(&*Box::leak(format!("（笑）{tag} {id}").into_boxed_str())))).collect()
+    };
+    common::make_run(&mut store, "one", &suite, &prompts, &run("ONE"));
+    common::make_run(&mut store, "two", &suite, &prompts, &run("TWO"));
+    // Whatever is shown, A wins.
+    let server = common::server(&[("<<<", "{\"winner\": \"A\", \"reason\": \"first\"}")]).await;
+    let model = common::client("judge", &server.base_url());
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(7);
+    let judge =
+        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
+    let runs: Vec<String> = ["one", "two"].iter().map(|s| s.to_string()).collect();
+    let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
+    let b = &report.bias;
+    assert_eq!((b.first_preferred.k, b.first_preferred.n), (20, 20));
+    assert!(b.position_biased, "{b:?}");
+    // Every item is inconsistent (a tie): nothing decided, so no length share either.
+    assert_eq!(b.longer_preferred.n, 0);
 }

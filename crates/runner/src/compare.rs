@@ -309,11 +309,11 @@ fn judge_card(out: &mut String, b: &JudgeBias) {
     } else {
         String::new()
     };
+    let position = if b.position_biased { " — the judge favours a position (the interval excludes 50%)" } else { "" };
     let _ = writeln!(
         out,
-        "
-judge card: the longer answer won {} of the decided judgments between answers of different length{flag}; \
-         the answer shown first won {} of the single-order verdicts",
+        "\njudge card: the longer answer won {} of the decided judgments between answers of different length{flag}; \
+         the answer shown first won {} of the single-order verdicts{position}",
         prop(&b.longer_preferred),
         prop(&b.first_preferred)
     );
