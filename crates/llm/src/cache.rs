@@ -87,12 +87,20 @@ pub struct CachedModel {
     inner: Arc<dyn ChatModel>,
     identity: String,
     cache: Arc<dyn CallCache>,
-    mode: CacheMode,
-    /// Mask personal data in what is kept (a run made with `--redact`: nothing it stores may hold
-    /// it); its answers are kept apart from unmasked ones.
-    redact: bool,
+    how: CacheUse,
     /// Called with the explanation of each miss (`--explain-cache`).
     explain: Option<Explain>,
+}
+
+/// How a model's calls use the cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheUse {
+    pub mode: CacheMode,
+    /// Mask personal data in what is kept (a run made with `--redact`: nothing it stores may hold
+    /// it); its answers are kept apart from unmasked ones.
+    pub redact: bool,
+    /// The sample index of the calls (a run of `--epochs`), part of the key.
+    pub sample: u32,
 }
 
 /// What is told the explanation of each miss.
@@ -105,19 +113,18 @@ impl CachedModel {
         inner: Arc<dyn ChatModel>,
         identity: String,
         cache: Arc<dyn CallCache>,
-        mode: CacheMode,
-        redact: bool,
+        how: CacheUse,
         explain: Option<Explain>,
     ) -> CachedModel {
-        let identity = if redact { format!("{identity}|redacted") } else { identity };
-        CachedModel { inner, identity, cache, mode, redact, explain }
+        let identity = if how.redact { format!("{identity}|redacted") } else { identity };
+        CachedModel { inner, identity, cache, how, explain }
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ChatError> {
-        if self.mode == CacheMode::Off {
+        if self.how.mode == CacheMode::Off {
             return self.inner.chat(request).await;
         }
-        let key = CacheKey::new(&self.identity, request, 0);
+        let key = CacheKey::new(&self.identity, request, self.how.sample);
         let fault = |e: String| ChatError::new(FaultKind::Engine, format!("the answer cache: {e}"));
         if let Some(hit) = self.cache.get(&key).map_err(fault)? {
             return Ok(hit);
@@ -127,8 +134,8 @@ impl CachedModel {
         }
         let response = self.inner.chat(request).await?;
         // An empty answer is asked again by the scheduler: it is not kept.
-        if self.mode == CacheMode::On && !response.text.trim().is_empty() {
-            if self.redact {
+        if self.how.mode == CacheMode::On && !response.text.trim().is_empty() {
+            if self.how.redact {
                 let masked = ChatResponse { text: h2htalk_data::redact::redact(&response.text), ..response.clone() };
                 self.cache.put(&key, &masked).map_err(fault)?;
             } else {

@@ -21,7 +21,7 @@ mod openai;
 mod schedule;
 
 pub use batch::{BatchClient, BatchJournal, BatchSettings, JournalBatch, custom_id};
-pub use cache::{CacheKey, CacheMode, CachedModel, CallCache, Explain, model_identity};
+pub use cache::{CacheKey, CacheMode, CacheUse, CachedModel, CallCache, Explain, model_identity};
 pub use config::{Config, ConfigError, ModelConfig};
 pub use model::*;
 pub use model_ref::ModelRef;

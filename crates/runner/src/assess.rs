@@ -235,7 +235,7 @@ pub async fn assess(
             sap: spec.sap.mode,
             companion: companion_model.as_ref(),
             companion_scheduler: &companion_scheduler,
-            companion_settings: spec.settings.clone(),
+            companion_settings: spec.request_settings(),
             simulator: simulator.as_ref(),
             simulator_scheduler: &sim_scheduler,
             simulator_settings: GenerationSettings {

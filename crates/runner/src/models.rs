@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use h2htalk_llm::config::command_line_model;
 use h2htalk_llm::{
-    BatchClient, BatchSettings, CacheMode, CachedModel, ChatModel, Config, Explain, ModelConfig, ModelRef,
+    BatchClient, BatchSettings, CacheMode, CacheUse, CachedModel, ChatModel, Config, Explain, ModelConfig, ModelRef,
     OpenAiClient, RateLimits, RetryPolicy, Scheduler, model_identity,
 };
 use h2htalk_metrics::Profile;
@@ -32,6 +32,8 @@ pub struct CacheOptions {
     pub explain: Option<Explain>,
     /// The calls are a redacted run's: what is kept is masked, apart from unmasked answers.
     pub redact: bool,
+    /// The sample index of the run's calls (`--epochs`), part of the cache key.
+    pub sample: u32,
 }
 
 impl std::fmt::Debug for CacheOptions {
@@ -40,6 +42,7 @@ impl std::fmt::Debug for CacheOptions {
             .field("mode", &self.mode)
             .field("explain", &self.explain.is_some())
             .field("redact", &self.redact)
+            .field("sample", &self.sample)
             .finish()
     }
 }
@@ -129,7 +132,8 @@ impl Resolved {
         }
         let identity = model_identity(&self.model.id());
         let kept = Arc::new(StoreCache::open(store, scope)?);
-        Ok(Arc::new(CachedModel::new(model, identity, kept, cache.mode, cache.redact, cache.explain.clone())))
+        let how = CacheUse { mode: cache.mode, redact: cache.redact, sample: cache.sample };
+        Ok(Arc::new(CachedModel::new(model, identity, kept, how, cache.explain.clone())))
     }
 
     /// What a batched token costs as a share of the list prices (`None`: not batched).

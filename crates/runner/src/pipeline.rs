@@ -92,7 +92,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
         }
     };
     let Planned { run_id, spec, suite, prompts, judge_texts, resolved, pending: items, retry_failed } = planned;
-    let cache = CacheOptions { redact: spec.redact, ..options.cache.clone() };
+    let cache = CacheOptions { redact: spec.redact, sample: spec.sample, ..options.cache.clone() };
     let model = resolved.model.id().to_string();
     on_start(&run_id, items.len(), &model);
 
@@ -122,7 +122,7 @@ pub async fn execute(start: Start, options: &RunOptions, on_start: impl FnOnce(&
             &run_id,
             &endpoints,
             items,
-            spec.settings.clone(),
+            spec.request_settings(),
             GenerateOptions { prices: spec.prices, max_cost: spec.max_cost_usd, retry_failed, redact: spec.redact },
             counters,
         )

@@ -47,6 +47,35 @@ pub struct NewRun {
     /// Run the judge validity check with every judge.
     pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
+    /// Which sample of the protocol the run is (`--epochs`); absent (0) in sweeps stored before.
+    #[serde(default)]
+    pub sample: u32,
+}
+
+impl NewRun {
+    /// The new run that would have the protocol of the stored `spec` (another sample of it, with
+    /// `sample` set): what `run --epochs` gives a sweep of one model.
+    pub fn from_spec(spec: &RunSpec) -> NewRun {
+        NewRun {
+            suite_dir: spec.suite.dir.clone(),
+            references: spec.suite.references.clone(),
+            selection: spec.selection.clone(),
+            sap: spec.sap.mode,
+            model: spec.model.clone(),
+            max_tokens: Some(spec.settings.max_tokens),
+            temperature: Some(spec.settings.temperature),
+            profile: spec.scoring.profile,
+            metrics: spec.scoring.metrics,
+            metric_models: spec.scoring.models.clone(),
+            max_cost_usd: spec.max_cost_usd,
+            redact: spec.redact,
+            judge: spec.judge.clone(),
+            panel: spec.panel.clone(),
+            judge_validity: spec.judge_validity.clone(),
+            simulation: spec.simulation.clone(),
+            sample: spec.sample,
+        }
+    }
 }
 
 /// What `--resume` may change about a stored run.
@@ -235,6 +264,7 @@ pub fn prepare(new: &NewRun, suites: &Suites) -> Result<Planned> {
         panel: new.panel.clone(),
         judge_validity: new.judge_validity.clone(),
         simulation: new.simulation.clone(),
+        sample: new.sample,
     };
     Ok(Planned {
         run_id: String::new(),

@@ -27,6 +27,14 @@ pub struct SweepSpec {
     pub models: Vec<ModelRequest>,
     /// The run every model gets; its `model` is replaced by each of `models`.
     pub run: NewRun,
+    /// How many times every item is answered (each sample its own run, seeded apart); 1, and
+    /// absent, for sweeps stored before epochs.
+    #[serde(default = "one")]
+    pub epochs: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// How one model of a sweep was answered for.
@@ -77,6 +85,7 @@ fn reusable<'a>(runs: &'a [RunRow], spec: &RunSpec, fingerprint: &str) -> Vec<&'
                 // A local model is its file: the same name with other weights is another model.
                 && (want.provider != "local" || got.endpoint == want.endpoint)
                 && r.spec.sap.mode == spec.sap.mode
+                && r.spec.sample == spec.sample
                 && r.spec.protocol().fingerprint() == fingerprint
         })
         .collect();
@@ -102,14 +111,25 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
     // the runs incomparable, stop the sweep before anything runs. Only the specifications are
     // kept: a run plans again (from the shared suite) when its turn comes.
     let suites = options.suites.clone().unwrap_or_default();
-    let mut prepared: Vec<(NewRun, RunSpec)> = Vec::new();
+    let epochs = spec.epochs.max(1);
+    let mut first: Vec<(NewRun, RunSpec)> = Vec::new();
     for m in &spec.models {
-        let new = NewRun { model: m.clone(), ..spec.run.clone() };
+        let new = NewRun { model: m.clone(), sample: 0, ..spec.run.clone() };
         let p = prepare(&new, &suites).map_err(|e| RunError::Usage(format!("--model {}: {e}", m.spec)))?;
-        prepared.push((new, p.spec));
+        first.push((new, p.spec));
+    }
+    // Sample-major (every model's first sample, then every model's second, ...), so that raising
+    // `epochs` on a stored sweep appends members and keeps the recorded ones where they were.
+    let mut prepared: Vec<(NewRun, RunSpec)> = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    for k in 0..epochs {
+        for ((new, planned), m) in first.iter().zip(&spec.models) {
+            prepared.push((NewRun { sample: k, ..new.clone() }, RunSpec { sample: k, ..planned.clone() }));
+            labels.push(if epochs > 1 { format!("{} #{}", m.spec, k + 1) } else { m.spec.to_string() });
+        }
     }
     let protocol = prepared[0].1.protocol();
-    for ((_, p), m) in prepared.iter().zip(&spec.models).skip(1) {
+    for ((_, p), m) in first.iter().zip(&spec.models).skip(1) {
         let diff = protocol.differences(&p.protocol());
         if !diff.is_empty() {
             return Err(RunError::Usage(format!(
@@ -124,7 +144,6 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
     let fingerprint = protocol.fingerprint();
 
     let mut store = Store::open(&options.db)?;
-    let labels: Vec<String> = spec.models.iter().map(|m| m.spec.to_string()).collect();
     store.put_sweep(&spec.name, &serde_json::to_value(&spec).expect("a sweep serialises"), &labels)?;
     let runs = store.runs()?;
     let recorded = store.sweep(&spec.name)?.map(|s| s.runs).unwrap_or_default();
@@ -252,7 +271,9 @@ pub async fn sweep(spec: SweepSpec, options: &RunOptions) -> Result<SweepOutcome
 }
 
 /// Runs a stored sweep again (after a crash, or to finish it).
-pub async fn resume(name: &str, options: &RunOptions) -> Result<SweepOutcome> {
+/// Runs a stored sweep again; `epochs` raises (or lowers) how many samples each model gets: only
+/// the samples not stored yet are generated.
+pub async fn resume(name: &str, epochs: Option<u32>, options: &RunOptions) -> Result<SweepOutcome> {
     let store = Store::open(&options.db)?;
     let row = store.sweep(name)?.ok_or_else(|| {
         let known: Vec<String> = store.sweeps().map(|s| s.into_iter().map(|s| s.name).collect()).unwrap_or_default();
@@ -270,12 +291,15 @@ pub async fn resume(name: &str, options: &RunOptions) -> Result<SweepOutcome> {
     {
         stored["run"]["model"]["spec"] = first;
     }
-    let spec: SweepSpec = serde_json::from_value(stored).map_err(|e| {
+    let mut spec: SweepSpec = serde_json::from_value(stored).map_err(|e| {
         RunError::Usage(format!(
             "{}: sweep `{name}` has a definition this h2htalk cannot read: {e}",
             options.db.display()
         ))
     })?;
     drop(store);
+    if let Some(k) = epochs {
+        spec.epochs = k;
+    }
     sweep(spec, options).await
 }

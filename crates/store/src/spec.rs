@@ -214,9 +214,27 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
+    /// Which sample of the protocol this run is (`--epochs`: run k of K answers every item again,
+    /// its requests seeded `seed + k`); 0, and absent, for the first and for runs stored before
+    /// epochs. Not part of the protocol: the samples of a model are one protocol, grouped by it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sample: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RunSpec {
+    /// The generation settings of this run's requests: the protocol's, with the seed moved on by
+    /// the sample index (a server that takes no seed answers alike; the answer cache tells the
+    /// samples apart by index).
+    pub fn request_settings(&self) -> GenerationSettings {
+        let mut s = self.settings.clone();
+        s.seed = s.seed.map(|seed| seed.wrapping_add(u64::from(self.sample)));
+        s
+    }
+
     /// Every judge of the run: `judge`, then the rest of the panel.
     pub fn judges(&self) -> Vec<&JudgeSpec> {
         self.judge.iter().chain(&self.panel).collect()
@@ -291,6 +309,7 @@ impl RunSpec {
             panel: vec![],
             judge_validity: None,
             simulation: None,
+            sample: 0,
         })
     }
 }

@@ -70,6 +70,7 @@ pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
         panel: vec![],
         judge_validity: None,
         simulation: None,
+        sample: 0,
     }
 }
 

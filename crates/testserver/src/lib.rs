@@ -94,6 +94,9 @@ pub struct ServerConfig {
     pub answer_chars: usize,
     /// How batches of the Batch API end.
     pub batch: BatchBehaviour,
+    /// Answers end with a phrase chosen by the request's seed, as a sampling model's differ between
+    /// samples (`--epochs` seeds sample k with seed + k).
+    pub vary_with_seed: bool,
 }
 
 /// How the Batch API behaves.
@@ -216,8 +219,20 @@ fn draw(seed: u64, digest: &[u8; 32], attempt: u64) -> f64 {
     u64::from_le_bytes(out[..8].try_into().unwrap()) as f64 / (u64::MAX as f64 + 1.0)
 }
 
-/// The answer to a request: scripted, or an echo of the end of the last message in a fixed frame.
+/// The answer to a request: scripted, or an echo of the end of the last message in a fixed frame;
+/// with `vary_with_seed`, followed by a phrase the seed picks.
 pub fn answer_for(config: &ServerConfig, body: &Value) -> String {
+    let answer = fixed_answer(config, body);
+    match body["seed"].as_u64().filter(|_| config.vary_with_seed) {
+        Some(seed) => {
+            const ENDINGS: [&str; 4] = ["慢慢来。", "我一直在听，你说。", "先照顾好自己，好吗？", "嗯嗯，明白了。"];
+            format!("{answer}{}", ENDINGS[(seed % 4) as usize])
+        }
+        None => answer,
+    }
+}
+
+fn fixed_answer(config: &ServerConfig, body: &Value) -> String {
     let last = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("");
     if let Some((_, a)) = config.script.iter().find(|(k, _)| last.contains(k.as_str())) {
         return a.clone();

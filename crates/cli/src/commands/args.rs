@@ -41,7 +41,7 @@ impl AnswerCacheArgs {
             });
             explain
         });
-        h2htalk_runner::models::CacheOptions { mode: self.cache, explain, redact: false }
+        h2htalk_runner::models::CacheOptions { mode: self.cache, explain, redact: false, sample: 0 }
     }
 }
 

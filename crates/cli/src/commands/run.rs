@@ -43,6 +43,12 @@ pub struct RunArgs {
     /// Where the run's report goes (default: `reports/RUN_ID/` beside the store).
     #[arg(long, value_name = "DIR")]
     report_dir: Option<PathBuf>,
+    /// Answer every item N times: after this run (sample 1), N − 1 more samples of its protocol,
+    /// each its own run seeded apart, as the sweep `epochs-RUN_ID` (its report adds per-item means,
+    /// the within-item spread, clustered standard errors and rank intervals with the sampling
+    /// noise). With --resume RUN, raises RUN's count: only the samples not stored are generated.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    epochs: Option<u32>,
     /// Print one JSON object at the end instead of the table.
     #[arg(long)]
     json: bool,
@@ -139,6 +145,7 @@ impl ProtocolArgs {
     /// The run `model` gets.
     pub fn new_run(&self, model: ModelRequest) -> anyhow::Result<NewRun> {
         Ok(NewRun {
+            sample: 0,
             suite_dir: self.suite.clone(),
             references: self.references.clone(),
             selection: Selection { tasks: self.tasks.clone(), limit: self.limit, safety: self.safety },
@@ -311,6 +318,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let out = out?;
     let s = &out.summary;
     let cache_uses = h2htalk_store::Store::open_read_only(&options.db)?.cache_uses(Some(&out.run_id))?;
+    // The further samples of --epochs: a sweep of this one model around the run.
+    let epochs = match args.epochs.filter(|n| *n > 1) {
+        None => None,
+        Some(n) => {
+            let stored = h2htalk_store::Store::open_read_only(&options.db)?
+                .run(&out.run_id)?
+                .expect("the run just made is stored")
+                .spec;
+            let spec = h2htalk_runner::sweep::SweepSpec {
+                name: format!("epochs-{}", out.run_id),
+                models: vec![stored.model.clone()],
+                run: h2htalk_runner::NewRun::from_spec(&stored),
+                epochs: n,
+            };
+            let quiet = RunOptions { lane: None, on_lanes: None, ..options.clone() };
+            Some(rt.block_on(h2htalk_runner::sweep::sweep(spec, &quiet))?)
+        }
+    };
     if json_out {
         let v = json!({
             "run_id": out.run_id,
@@ -334,6 +359,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             "report": out.report.html,
             "encoding_cache": out.encoding_cache,
             "answer_cache": cache_uses,
+            "epochs": epochs.as_ref().map(|e| json!({
+                "sweep": e.name,
+                "runs": e.members.iter().map(|m| m.run_id.clone()).collect::<Vec<_>>(),
+                "report": e.report.as_ref().map(|r| r.html.clone()),
+            })),
         });
         println!("{}", serde_json::to_string(&v)?);
         return Ok(());
@@ -375,6 +405,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     println!("report: {}", out.report.html.display());
     println!("run {}: {} (db {})", out.run_id, out.status.as_str(), options.db.display());
+    if let Some(e) = &epochs {
+        let runs: Vec<String> =
+            e.members.iter().map(|m| format!("{} ({})", m.run_id.as_deref().unwrap_or("-"), m.how)).collect();
+        println!("{} samples as sweep {}: {}", e.members.len(), e.name, runs.join(", "));
+        if let Some(r) = &e.report {
+            println!("report of the samples: {}", r.html.display());
+        }
+        println!("more samples: `h2htalk sweep --resume {} --epochs N`", e.name);
+    }
     Ok(())
 }
 

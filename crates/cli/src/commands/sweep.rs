@@ -49,6 +49,12 @@ pub struct SweepArgs {
     /// Where reports go (default: `reports/` beside the store; the sweep's in `sweep-NAME/`).
     #[arg(long, value_name = "DIR")]
     report_dir: Option<PathBuf>,
+    /// Answer every item N times, each sample its own run (requests seeded seed + k): the report
+    /// adds per-item means, the within-item spread, clustered standard errors and rank intervals
+    /// that include the sampling noise. With --resume, raises the stored sweep's count: only the
+    /// new samples are generated.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    epochs: Option<u32>,
     /// Print one JSON object at the end instead of the table.
     #[arg(long)]
     json: bool,
@@ -60,7 +66,7 @@ pub struct SweepArgs {
 /// The sweep of `args` (a new one, or a stored one resumed), run with `options`.
 fn start(args: &SweepArgs, rt: &tokio::runtime::Runtime, options: &RunOptions) -> anyhow::Result<SweepOutcome> {
     if let Some(name) = &args.resume {
-        return Ok(rt.block_on(resume(name, options))?);
+        return Ok(rt.block_on(resume(name, args.epochs, options))?);
     }
     let mut models = args.models.clone();
     if args.all_models {
@@ -78,6 +84,7 @@ fn start(args: &SweepArgs, rt: &tokio::runtime::Runtime, options: &RunOptions) -
         name: args.name.clone().expect("clap requires --name"),
         models: requests,
         run: args.protocol.new_run(args.endpoint.request(first))?,
+        epochs: args.epochs.unwrap_or(1),
     };
     Ok(rt.block_on(sweep(spec, options))?)
 }

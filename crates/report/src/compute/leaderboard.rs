@@ -126,6 +126,10 @@ pub struct Leaderboard {
     /// the tags and assessments (`None` from [`build`] alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<crate::tags::TagReport>,
+    /// Models answered several times (`--epochs`): their samples' figures on the ranking metric
+    /// ([`crate::compute::epochs`]); absent when no model has two samples.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub epochs: Vec<crate::compute::epochs::SampleGroup>,
 }
 
 pub const SCHEMA: &str = "h2htalk-leaderboard/1";
@@ -441,7 +445,6 @@ pub fn build(
                      scenarios with both runs' values together",
         },
         mixed_protocols: mixed,
-        rank_metric,
         metrics,
         tasks,
         runs: stats,
@@ -452,6 +455,11 @@ pub fn build(
         sap,
         assessments: Default::default(),
         tags: None,
+        epochs: match &rank_metric {
+            Some(m) => crate::compute::epochs::sample_groups(runs, m, cfg),
+            None => Vec::new(),
+        },
+        rank_metric,
     })
 }
 

@@ -4,6 +4,7 @@
 
 pub mod assessments;
 pub mod baselines;
+pub mod epochs;
 pub mod human;
 pub mod leaderboard;
 pub mod panel;

@@ -115,6 +115,7 @@ pub fn to_markdown(lb: &Leaderboard) -> String {
                 }
                 let _ = writeln!(o, "\n{DETECTABLE_NOTE}\n");
             }
+            o.push_str(&epochs_markdown(lb, &pct.to_string()));
             if !lb.sap.is_empty() {
                 let _ = writeln!(o, "## SAP on against SAP off (`{metric}`, on − off, paired)\n");
                 let _ = writeln!(o, "| model | group | shared | on | off | on − off [{pct}% CI] | p | detectable |");
@@ -231,6 +232,62 @@ pub fn baselines_markdown(baselines: &[crate::leaderboard::RunStats], metrics: &
         }
         let _ = writeln!(o);
     }
+    o
+}
+
+/// The repeated-samples rows of `report.html`, best first.
+fn epochs_view(lb: &Leaderboard) -> Vec<Value> {
+    let mut groups: Vec<_> = lb.epochs.iter().collect();
+    groups.sort_by_key(|g| g.rank);
+    groups
+        .into_iter()
+        .map(|g| {
+            json!({
+                "rank": g.rank, "rank_interval": fmt_rank(g.rank_lo, g.rank_hi), "label": g.label,
+                "samples": g.samples, "items": g.items, "mean": fmt4(g.mean), "ci": fmt_ci(g.lo, g.hi),
+                "se": g.clustered_se.map_or_else(|| "n/a".to_string(), fmt4), "sd": fmt4(g.within_item_sd),
+                "share": g.between_samples_share.map_or_else(|| "n/a".to_string(), |s| format!("{:.1}%", s * 100.0)),
+            })
+        })
+        .collect()
+}
+
+/// The repeated-samples table of `leaderboard.md` (empty when no model has two samples).
+fn epochs_markdown(lb: &Leaderboard, pct: &str) -> String {
+    use std::fmt::Write;
+    let Some(first) = lb.epochs.first() else { return String::new() };
+    let mut o = String::new();
+    let _ = writeln!(o, "## Repeated samples (`--epochs`): `{}` with the sampling noise\n", first.metric);
+    let _ = writeln!(
+        o,
+        "| rank | rank interval | model · SAP | samples | items | mean of item means [{pct}% CI] | clustered SE | within-item SD | between samples |"
+    );
+    let _ = writeln!(o, "|---:|---|---|---:|---:|---|---:|---:|---:|");
+    let mut groups: Vec<_> = lb.epochs.iter().collect();
+    groups.sort_by_key(|g| g.rank);
+    for g in groups {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} {} | {} | {} | {} |",
+            g.rank,
+            fmt_rank(g.rank_lo, g.rank_hi),
+            md(&g.label),
+            g.samples,
+            g.items,
+            fmt4(g.mean),
+            fmt_ci(g.lo, g.hi),
+            g.clustered_se.map_or_else(|| "n/a".to_string(), fmt4),
+            fmt4(g.within_item_sd),
+            g.between_samples_share.map_or_else(|| "n/a".to_string(), |s| format!("{:.1}%", s * 100.0))
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nEach model's samples answer every item again (requests seeded seed + k). Mean of the items' means over \
+         the items every sample scored; the interval and the rank interval resample items, then each item's \
+         samples (two-stage bootstrap), so they include the sampling noise; clustered SE: items as clusters; \
+         between samples: the share of the variance that lies between samples of one item.\n"
+    );
     o
 }
 
@@ -523,6 +580,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         baseline_rows => baseline_rows,
         unranked => lb.unranked,
         comparisons => lb.comparisons.iter().map(cmp).collect::<Vec<_>>(),
+        epochs => epochs_view(lb),
         sap => sap,
         detectable_note => DETECTABLE_NOTE,
         bars => charts::family_bars(lb, &metric),
