@@ -40,45 +40,15 @@ fn people_agreement_with_a_judge_and_with_one_another_is_recovered() {
         },
     );
     let dir = TempDir::new().unwrap();
-    let cfg = dir.path().join("h2htalk.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[[model]]\nname = \"good\"\nbase_url = \"{}\"\n\n[[model]]\nname = \"bad\"\nbase_url = \"{}\"\n",
-            good.base_url(),
-            bad.base_url()
-        ),
-    )
-    .unwrap();
+    let cfg = models_config(dir.path(), &[("good", &good), ("bad", &bad)]);
     let db = dir.path().join("runs.db");
-    let (db_s, cfg_s, suite) = (db.to_str().unwrap(), cfg.to_str().unwrap(), suite());
+    let (db_s, cfg_s, suite) = (db.to_str().unwrap(), cfg.as_str(), suite());
     let judge_url = judge.base_url();
-    let sweep = json_of(&h2htalk(&[
-        "sweep",
-        "--name",
-        "two",
-        "--config",
-        cfg_s,
-        "--db",
-        db_s,
-        "--suite",
-        suite.to_str().unwrap(),
-        "--model",
-        "good",
-        "--model",
-        "bad",
-        "--tasks",
-        "dialogue_base,dialogue_emotion",
-        "--limit",
-        "3",
-        "--metrics",
-        "lexical",
-        "--judge",
-        "openai:judge",
-        "--judge-base-url",
-        &judge_url,
-        "--json",
-    ]));
+    let mut args = vec!["sweep", "--name", "two", "--config", cfg_s, "--db", db_s, "--suite", suite.to_str().unwrap()];
+    args.extend(["--model", "good", "--model", "bad"]);
+    args.extend(SMALL);
+    args.extend(["--judge", "openai:judge", "--judge-base-url", &judge_url, "--json"]);
+    let sweep = json_of(&h2htalk(&args));
     let runs: Vec<String> =
         sweep["members"].as_array().unwrap().iter().map(|m| m["run_id"].as_str().unwrap().to_string()).collect();
     let (rg, rb) = (runs[0].as_str(), runs[1].as_str());

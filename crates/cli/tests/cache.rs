@@ -39,13 +39,8 @@ fn setup() -> Setup {
     let judge =
         start_server(&rt, ServerConfig { script: vec![(String::new(), VERDICT.into())], ..ServerConfig::default() });
     let dir = TempDir::new().unwrap();
-    let mut toml = String::new();
-    for (i, s) in companions.iter().enumerate() {
-        toml += &format!("[[model]]\nname = \"m{i}\"\nbase_url = \"{}\"\n\n", s.base_url());
-    }
-    let config = dir.path().join("h2htalk.toml");
-    std::fs::write(&config, toml).unwrap();
-    Setup { _rt: rt, companions, judge, config: config.to_str().unwrap().to_string(), dir }
+    let config = models_config(dir.path(), &[("m0", &companions[0]), ("m1", &companions[1])]);
+    Setup { _rt: rt, companions, judge, config, dir }
 }
 
 impl Setup {
@@ -58,7 +53,8 @@ impl Setup {
         let db = self.db();
         let mut args = vec!["sweep", "--name", name, "--config", &self.config, "--db", &db];
         args.extend(["--suite", suite.to_str().unwrap(), "--model", "m0", "--model", "m1"]);
-        args.extend(["--tasks", "dialogue_base,dialogue_emotion", "--limit", "3", "--metrics", "lexical", "--json"]);
+        args.extend(SMALL);
+        args.push("--json");
         args.extend(extra);
         json_of(&h2htalk(&args))
     }

@@ -29,39 +29,19 @@ fn epochs_answer_every_item_again_and_the_report_shows_the_sampling_noise() {
         })
         .collect();
     let dir = TempDir::new().unwrap();
-    let cfg = dir.path().join("h2htalk.toml");
-    let toml: String = servers
-        .iter()
-        .enumerate()
-        .map(|(i, s)| format!("[[model]]\nname = \"m{i}\"\nbase_url = \"{}\"\n\n", s.base_url()))
-        .collect();
-    std::fs::write(&cfg, toml).unwrap();
+    let cfg = models_config(dir.path(), &[("m0", &servers[0]), ("m1", &servers[1])]);
     let db = dir.path().join("runs.db");
-    let (db_s, cfg_s, suite) = (db.to_str().unwrap(), cfg.to_str().unwrap(), suite());
-    let out = json_of(&h2htalk(&[
-        "sweep",
-        "--name",
-        "e",
-        "--config",
-        cfg_s,
-        "--db",
-        db_s,
-        "--suite",
-        suite.to_str().unwrap(),
-        "--model",
-        "m0",
-        "--model",
-        "m1",
-        "--tasks",
-        "dialogue_base,dialogue_emotion",
-        "--limit",
-        "3",
-        "--metrics",
-        "lexical",
-        "--epochs",
-        "3",
-        "--json",
-    ]));
+    let (db_s, cfg_s, suite) = (db.to_str().unwrap(), cfg.as_str(), suite());
+    let suite_s = suite.to_str().unwrap();
+    let with_protocol = |head: &[&str], tail: &[&str]| -> Value {
+        let args: Vec<&str> =
+            head.iter().chain(&["--config", cfg_s, "--suite", suite_s]).chain(&SMALL).chain(tail).copied().collect();
+        json_of(&h2htalk(&args))
+    };
+    let out = with_protocol(
+        &["sweep", "--name", "e", "--model", "m0", "--model", "m1", "--db", db_s],
+        &["--epochs", "3", "--json"],
+    );
     let members = out["members"].as_array().unwrap();
     assert_eq!(members.len(), 6, "2 models × 3 samples: {out}");
     assert!(members.iter().all(|m| m["how"] == "new"));
@@ -104,26 +84,7 @@ fn epochs_answer_every_item_again_and_the_report_shows_the_sampling_noise() {
     let db2 = dir.path().join("run.db");
     let db2_s = db2.to_str().unwrap();
     let before = requests(&servers[0]);
-    let out = json_of(&h2htalk(&[
-        "run",
-        "--model",
-        "m0",
-        "--config",
-        cfg_s,
-        "--db",
-        db2_s,
-        "--suite",
-        suite.to_str().unwrap(),
-        "--tasks",
-        "dialogue_base,dialogue_emotion",
-        "--limit",
-        "3",
-        "--metrics",
-        "lexical",
-        "--epochs",
-        "2",
-        "--json",
-    ]));
+    let out = with_protocol(&["run", "--model", "m0", "--db", db2_s], &["--epochs", "2", "--json"]);
     let runs = out["epochs"]["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{out}");
     assert_eq!(runs[0], out["run_id"], "the run is the first sample");
@@ -131,5 +92,10 @@ fn epochs_answer_every_item_again_and_the_report_shows_the_sampling_noise() {
     let id = out["run_id"].as_str().unwrap();
     let more = json_of(&h2htalk(&["run", "--resume", id, "--db", db2_s, "--config", cfg_s, "--epochs", "3", "--json"]));
     assert_eq!(more["epochs"]["runs"].as_array().unwrap().len(), 3, "{more}");
+    // `runs show` of any sample gives its group's figures.
+    let show = json_of(&h2htalk(&["runs", "show", id, "--db", db2_s, "--json"]));
+    assert_eq!(show["samples"]["samples"], 3, "{}", show["samples"]);
+    let text = stdout(&h2htalk(&["runs", "show", id, "--db", db2_s]));
+    assert!(text.contains("## Repeated samples (`--epochs`)"), "{text}");
     assert_eq!(requests(&servers[0]) - before, 18, "only the third sample was generated");
 }

@@ -232,6 +232,21 @@ async fn pairwise_judges_both_orders_and_ranks_runs() {
     assert_eq!(store.table_rows().unwrap()["pairwise_judgments"], 12);
 }
 
+/// `runs` judged pairwise by a judge answering as `script` says.
+async fn judged_pairwise(
+    store: &mut Store,
+    runs: &[String],
+    script: &[(&str, &str)],
+) -> h2htalk_judge::pairwise::PairwiseReport {
+    let server = common::server(script).await;
+    let model = common::client("judge", &server.base_url());
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(7);
+    let judge =
+        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
+    pairwise_run(store, runs, judge, 200, 5).await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_judge_that_prefers_the_longer_answer_is_flagged_and_length_control_takes_its_advantage_away() {
     let suite = common::suite();
@@ -255,19 +270,13 @@ async fn a_judge_that_prefers_the_longer_answer_is_flagged_and_length_control_ta
     };
     common::make_run(&mut store, "wordy", &suite, &prompts, &run(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
     common::make_run(&mut store, "terse", &suite, &prompts, &run(&[10, 11]));
-    let server = common::server(&[
-        // The longer answer wins wherever it is shown.
+    // The longer answer wins wherever it is shown.
+    let script = [
         ("LONGTAIL\n>>>\n\n## B", "{\"winner\": \"A\", \"reason\": \"more\"}"),
         ("<<<", "{\"winner\": \"B\", \"reason\": \"more\"}"),
-    ])
-    .await;
-    let model = common::client("judge", &server.base_url());
-    let scheduler = common::scheduler();
-    let settings = JudgeSettings::pinned(7);
-    let judge =
-        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
+    ];
     let runs: Vec<String> = ["terse", "wordy"].iter().map(|s| s.to_string()).collect();
-    let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
+    let report = judged_pairwise(&mut store, &runs, &script).await;
     let bias = &report.bias;
     assert_eq!((bias.longer_preferred.k, bias.longer_preferred.n), (12, 12));
     assert!(bias.prefers_longer, "flagged above 70%");
@@ -304,14 +313,8 @@ async fn a_judge_that_prefers_the_first_answer_shown_is_caught() {
     common::make_run(&mut store, "one", &suite, &prompts, &run("ONE"));
     common::make_run(&mut store, "two", &suite, &prompts, &run("TWO"));
     // Whatever is shown, A wins.
-    let server = common::server(&[("<<<", "{\"winner\": \"A\", \"reason\": \"first\"}")]).await;
-    let model = common::client("judge", &server.base_url());
-    let scheduler = common::scheduler();
-    let settings = JudgeSettings::pinned(7);
-    let judge =
-        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
     let runs: Vec<String> = ["one", "two"].iter().map(|s| s.to_string()).collect();
-    let report = pairwise_run(&mut store, &runs, judge, 200, 5).await.unwrap();
+    let report = judged_pairwise(&mut store, &runs, &[("<<<", "{\"winner\": \"A\", \"reason\": \"first\"}")]).await;
     let b = &report.bias;
     assert_eq!((b.first_preferred.k, b.first_preferred.n), (20, 20));
     assert!(b.position_biased, "{b:?}");

@@ -152,6 +152,9 @@ pub struct RunDetails {
     pub sap_counterpart: Option<String>,
     /// The safety score on − off against it, per judge both runs have (empty without a counterpart).
     pub sap_safety: Vec<assessments::SafetyOnOff>,
+    /// When the run is one of several samples of its model and protocol (`--epochs`): the group's
+    /// figures with the sampling noise ([`compute::epochs`]).
+    pub samples: Option<compute::epochs::SampleGroup>,
     /// The same, in Markdown, with the leaderboard's tag tables.
     #[serde(skip)]
     pub markdown: String,
@@ -213,11 +216,30 @@ pub fn run_details(store: &Store, run_id: &str, bootstrap: &Bootstrap) -> Result
             sap_safety = a.sap_safety;
         }
     }
+    // The other samples of the run's model and protocol (`--epochs`).
+    let siblings: Vec<String> = store
+        .runs()?
+        .into_iter()
+        .filter(|r| {
+            r.spec.model_id == spec.model_id && r.spec.sap.mode == spec.sap.mode && r.spec.protocol() == protocol
+        })
+        .map(|r| r.id)
+        .collect();
+    let mut samples = None;
+    if siblings.len() >= 2 {
+        let group = load_runs(store, &db, &siblings)?;
+        let lb = build(&group, bootstrap, None)?;
+        samples = lb.epochs.iter().find(|g| g.runs.iter().any(|r| r == run_id)).cloned();
+        if samples.is_some() {
+            md.push_str(&render::epochs_markdown(&lb, &pct));
+        }
+    }
     Ok(RunDetails {
         protocol: protocol.fingerprint(),
         tags: lb.tags,
         sap_counterpart: counterpart.map(|c| c.id),
         sap_safety,
+        samples,
         markdown: md,
     })
 }

@@ -76,13 +76,15 @@ pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
             let assessments = h2htalk_report::assess_run(&store, &args.run_id, &bootstrap)?;
             let details = h2htalk_report::run_details(&store, &args.run_id, &bootstrap)?;
             if args.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "run": row, "summary": summary, "assessments": assessments, "protocol": details.protocol,
-                        "tags": details.tags, "sap_counterpart": details.sap_counterpart, "sap_safety": details.sap_safety,
-                    }))?
-                );
+                let mut v = json!({
+                    "run": row, "summary": summary, "assessments": assessments, "protocol": details.protocol,
+                    "tags": details.tags, "sap_counterpart": details.sap_counterpart, "sap_safety": details.sap_safety,
+                });
+                // A run of several samples (`--epochs`): its group's figures.
+                if let Some(g) = &details.samples {
+                    v["samples"] = json!(g);
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 println!("run {} ({}, created {})", row.id, row.status.as_str(), row.created_at);
                 println!("{}", serde_json::to_string_pretty(&row.spec)?);

@@ -66,6 +66,20 @@ pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
 }
 
+/// A small lexical protocol: two dialogue sub-tasks, three scenarios each.
+pub const SMALL: [&str; 6] = ["--tasks", "dialogue_base,dialogue_emotion", "--limit", "3", "--metrics", "lexical"];
+
+/// `h2htalk.toml` in `dir` naming each server as a model; its path.
+pub fn models_config(dir: &Path, servers: &[(&str, &TestServer)]) -> String {
+    let toml: String = servers
+        .iter()
+        .map(|(name, s)| format!("[[model]]\nname = \"{name}\"\nbase_url = \"{}\"\n\n", s.base_url()))
+        .collect();
+    let path = dir.join("h2htalk.toml");
+    fs::write(&path, toml).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 pub fn start_server(rt: &tokio::runtime::Runtime, config: ServerConfig) -> TestServer {
     rt.block_on(TestServer::start(config, 0)).unwrap()
 }

@@ -253,7 +253,7 @@ fn epochs_view(lb: &Leaderboard) -> Vec<Value> {
 }
 
 /// The repeated-samples table of `leaderboard.md` (empty when no model has two samples).
-fn epochs_markdown(lb: &Leaderboard, pct: &str) -> String {
+pub(crate) fn epochs_markdown(lb: &Leaderboard, pct: &str) -> String {
     use std::fmt::Write;
     let Some(first) = lb.epochs.first() else { return String::new() };
     let mut o = String::new();
