@@ -65,6 +65,12 @@ fn epochs_answer_every_item_again_and_the_report_shows_the_sampling_noise() {
         assert!(share > 0.0 && share <= 1.0, "the answers differ between samples: {g}");
         assert!(g["lo"].as_f64().unwrap() <= g["mean"].as_f64().unwrap(), "{g}");
         assert!(g["rank_lo"].as_u64().is_some(), "{g}");
+        // Per item: the mean over the three samples and their spread.
+        let items = g["item_means"].as_object().unwrap();
+        assert_eq!(items.len(), 6, "{g}");
+        let mean_of_means = items.values().map(|i| i["mean"].as_f64().unwrap()).sum::<f64>() / 6.0;
+        assert!((mean_of_means - g["mean"].as_f64().unwrap()).abs() < 1e-12, "{g}");
+        assert!(items.values().any(|i| i["sd"].as_f64().unwrap() > 0.0), "{g}");
     }
     let md = std::fs::read_to_string(report.with_file_name("leaderboard.md")).unwrap();
     assert!(md.contains("## Repeated samples (`--epochs`)"), "{md}");

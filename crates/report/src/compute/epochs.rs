@@ -40,6 +40,15 @@ pub struct SampleGroup {
     pub rank: usize,
     pub rank_lo: Option<usize>,
     pub rank_hi: Option<usize>,
+    /// Each item's mean over the samples (JSON only), and its standard deviation between them.
+    pub item_means: BTreeMap<String, ItemMean>,
+}
+
+/// One item's samples.
+#[derive(Clone, Debug, Serialize)]
+pub struct ItemMean {
+    pub mean: f64,
+    pub sd: f64,
 }
 
 /// The sample groups of `runs` on `metric` (none when no model has two samples).
@@ -72,7 +81,18 @@ pub fn sample_groups(runs: &[RunRecord], metric: &str, cfg: &Bootstrap) -> Vec<S
         // y[i][k]: item i, sample k.
         let y: Vec<Vec<f64>> = shared.iter().map(|k| values.iter().map(|v| v[k]).collect()).collect();
         let label = format!("{} · SAP {sap}", members[0].run.spec.model_id);
-        out.push((summarise(label, members.iter().map(|r| r.run.id.clone()).collect(), metric, &y), y));
+        let mut g = summarise(label, members.iter().map(|r| r.run.id.clone()).collect(), metric, &y);
+        g.item_means = shared
+            .iter()
+            .zip(&y)
+            .map(|(id, item)| {
+                let k = item.len() as f64;
+                let mean = item.iter().sum::<f64>() / k;
+                let sd = (item.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
+                (id.to_string(), ItemMean { mean, sd })
+            })
+            .collect();
+        out.push((g, y));
     }
     if out.is_empty() {
         return Vec::new();
@@ -152,6 +172,7 @@ fn summarise(label: String, runs: Vec<String>, metric: &str, y: &[Vec<f64>]) -> 
         rank: 0,
         rank_lo: None,
         rank_hi: None,
+        item_means: BTreeMap::new(),
     }
 }
 
