@@ -170,6 +170,28 @@ fn compare_counts_per_family_ranks_and_asks_only_once() {
     let bias = &v["bias"];
     assert_eq!(bias["length_controlled"].as_array().unwrap().len(), 3, "{bias}");
     assert!(bias["first_preferred"]["n"].as_u64().unwrap() > 0, "{bias}");
+    // The report of the three runs carries the same card, computed from the stored judgments.
+    let out_dir = dir.path().join("report");
+    let made = common::h2htalk(&[
+        "report",
+        "--db",
+        db.to_str().unwrap(),
+        "--runs",
+        &format!("{rx},{ry},{rz}"),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let lb: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("leaderboard.json")).unwrap()).unwrap();
+    let cards = lb["assessments"]["judge_cards"].as_array().expect("a judge card");
+    assert_eq!(cards.len(), 1, "{cards:?}");
+    for key in ["longer_preferred", "first_preferred"] {
+        assert_eq!(cards[0][key], bias[key], "{key}: the report's card and compare's agree");
+    }
+    let (g1, g2) = (cards[0]["length_coefficient"].as_f64().unwrap(), bias["length_coefficient"].as_f64().unwrap());
+    assert!((g1 - g2).abs() < 1e-9, "{g1} vs {g2}");
+    let md = std::fs::read_to_string(out_dir.join("leaderboard.md")).unwrap();
+    assert!(md.contains("#### Judge card of `openai:judge` (pairwise, "), "{md}");
     let v2 = json_of(&compare(&db, &judge, &[&rx, &ry, &rz], &["--format", "json"]));
     assert_eq!(requests(), 36);
     // The same figures; only what was asked and what was reused changed.

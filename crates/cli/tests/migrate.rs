@@ -241,7 +241,10 @@ fn assert_same_but_additions(new: &Value, old: &Value, what: &str) {
     walk(new, old, "", &mut added);
     for path in &added {
         assert!(
-            path.ends_with("/baselines") || path.ends_with("/detectable") || path.ends_with("/length_bias"),
+            path.ends_with("/baselines")
+                || path.ends_with("/detectable")
+                || path.ends_with("/length_bias")
+                || path.ends_with("/judge_cards"),
             "{what}: {path} was added"
         );
     }
@@ -332,13 +335,15 @@ fn regex_free_cut(text: &str, start: &str, end: &str) -> String {
     out
 }
 
-/// A Markdown report without its "Null baselines" tables (each a `####` heading to the next).
+/// A Markdown report without its "Null baselines" tables and judge cards (each a `####` heading to
+/// the next).
 fn without_baseline_tables(md: &str) -> String {
     let mut out = String::new();
     let mut skipping = false;
     for line in md.split_inclusive('\n') {
         if line.starts_with("#") {
-            skipping = line.starts_with("#### Null baselines");
+            // The null baselines' tables, and the pairwise judges' cards (added since).
+            skipping = line.starts_with("#### Null baselines") || line.starts_with("#### Judge card of");
         }
         if !skipping {
             out.push_str(line);

@@ -32,7 +32,7 @@ use crate::texts::LangTexts;
 use crate::{JudgeError, Result};
 use h2htalk_stats::Proportion;
 use h2htalk_stats::bt::{self, Comparison, Outcome, Ranking};
-use h2htalk_stats::bt_controlled::fit_controlled;
+use h2htalk_stats::bt_controlled::{LengthBias, favours_a_position, length_bias};
 
 /// Which answer the judge preferred, as shown to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,8 +213,7 @@ pub struct PairReport {
     pub reused: usize,
 }
 
-/// Judges that prefer the longer answer more often than this are flagged (AlpacaEval's threshold).
-pub const LONGER_PREFERRED_FLAG: f64 = 0.7;
+pub use h2htalk_stats::bt_controlled::LONGER_PREFERRED_FLAG;
 
 /// How far a judge's verdicts follow what is not the answers' quality: their length and their
 /// position (the judge card).
@@ -454,9 +453,9 @@ pub fn load_with(
         );
     }
     let mut pairs = Vec::new();
-    // Each comparison with its length covariate, (len_a − len_b) / (len_a + len_b).
-    let mut comparisons: Vec<(Comparison, f64)> = Vec::new();
-    let (mut longer_k, mut longer_n, mut all_first_k, mut all_first_n) = (0, 0, 0, 0);
+    // Each comparison with its answers' lengths.
+    let mut comparisons: Vec<(Comparison, (f64, f64))> = Vec::new();
+    let (mut all_first_k, mut all_first_n) = (0, 0);
     let mut sessions: Vec<(String, String)> = Vec::new();
     for i in 0..runs.len() {
         for j in i + 1..runs.len() {
@@ -492,16 +491,9 @@ pub fn load_with(
                     _ => None,
                 };
                 let len = |run: usize| lengths[run].get(&item.scenario_id).copied().unwrap_or(0) as f64;
-                let (la, lb) = (len(i), len(j));
                 if let Some(o) = bt_outcome {
-                    let x = if la + lb > 0.0 { (la - lb) / (la + lb) } else { 0.0 };
-                    comparisons.push((Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o }, x));
-                }
-                if la != lb && matches!(outcome, Some(PairOutcome::A | PairOutcome::B)) {
-                    longer_n += 1;
-                    if (outcome == Some(PairOutcome::A)) == (la > lb) {
-                        longer_k += 1;
-                    }
+                    let c = Comparison { item: item.scenario_id.clone(), a: i, b: j, outcome: o };
+                    comparisons.push((c, (len(i), len(j))));
                 }
                 for verdict in row.into_iter().flat_map(|r| [&r.order_ab, &r.order_ba]).flatten() {
                     match serde_json::from_value::<PairAnswer>(verdict.clone()).map(|a| a.winner) {
@@ -529,10 +521,9 @@ pub fn load_with(
     }
     // Comparisons in a fixed order, so the bootstrap does not depend on the store's order.
     comparisons.sort_by(|(x, _), (y, _)| (x.a, x.b, &x.item).cmp(&(y.a, y.b, &y.item)));
-    let (comparisons, covariate): (Vec<Comparison>, Vec<f64>) = comparisons.into_iter().unzip();
+    let (comparisons, lengths): (Vec<Comparison>, Vec<(f64, f64)>) = comparisons.into_iter().unzip();
     let ranking = bt::rank(runs, &comparisons, bootstrap_samples, seed, 0.95);
-    let longer_preferred = proportion(longer_k, longer_n);
-    let controlled = fit_controlled(runs.len(), &comparisons, &covariate);
+    let LengthBias { longer_preferred, controlled } = length_bias(runs.len(), &comparisons, &lengths);
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by(|&a, &b| controlled.scores[b].total_cmp(&controlled.scores[a]).then(a.cmp(&b)));
     let length_controlled = order
@@ -549,7 +540,7 @@ pub fn load_with(
     let bias = JudgeBias {
         prefers_longer: longer_preferred.rate.is_some_and(|r| r > LONGER_PREFERRED_FLAG),
         longer_preferred,
-        position_biased: first_preferred.ci95.is_some_and(|[lo, hi]| lo > 0.5 || hi < 0.5),
+        position_biased: favours_a_position(&first_preferred),
         first_preferred,
         length_coefficient: controlled.coefficient,
         length_controlled,

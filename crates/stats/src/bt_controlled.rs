@@ -18,6 +18,48 @@ pub struct Controlled {
     pub coefficient: f64,
 }
 
+/// Judges whose decided judgments the longer answer wins more often than this are flagged
+/// (AlpacaEval's threshold).
+pub const LONGER_PREFERRED_FLAG: f64 = 0.7;
+
+/// Whether a judge favours a position: the 95% interval of the share of single-order verdicts won
+/// by the answer shown first excludes one half.
+pub fn favours_a_position(first_preferred: &crate::Proportion) -> bool {
+    first_preferred.ci95.is_some_and(|[lo, hi]| lo > 0.5 || hi < 0.5)
+}
+
+/// A pairwise judge's length bias over `comparisons` among `n` models, with the answers' lengths of
+/// each (`lengths[k]` = (len_a, len_b) in characters).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LengthBias {
+    /// Of the decided comparisons (a or b won) between answers of different length, those the
+    /// longer answer won.
+    pub longer_preferred: crate::Proportion,
+    /// Bradley–Terry with the length difference (len_a − len_b)/(len_a + len_b) as a covariate.
+    pub controlled: Controlled,
+}
+
+/// [`LengthBias`] of `comparisons`.
+pub fn length_bias(n: usize, comparisons: &[Comparison], lengths: &[(f64, f64)]) -> LengthBias {
+    assert_eq!(comparisons.len(), lengths.len(), "one pair of lengths per comparison");
+    let (mut k, mut total) = (0, 0);
+    for (c, &(la, lb)) in comparisons.iter().zip(lengths) {
+        let a_won = match c.outcome {
+            Outcome::AWins => true,
+            Outcome::BWins => false,
+            Outcome::Tie => continue,
+        };
+        if la != lb {
+            total += 1;
+            if a_won == (la > lb) {
+                k += 1;
+            }
+        }
+    }
+    let x: Vec<f64> = lengths.iter().map(|&(la, lb)| if la + lb > 0.0 { (la - lb) / (la + lb) } else { 0.0 }).collect();
+    LengthBias { longer_preferred: crate::Proportion::new(k, total), controlled: fit_controlled(n, comparisons, &x) }
+}
+
 /// Fits `comparisons` among `n` models with `covariate[k]` describing comparison `k`.
 pub fn fit_controlled(n: usize, comparisons: &[Comparison], covariate: &[f64]) -> Controlled {
     assert_eq!(comparisons.len(), covariate.len(), "one covariate per comparison");

@@ -6,6 +6,7 @@ pub mod assessments;
 pub mod baselines;
 pub mod epochs;
 pub mod human;
+pub mod judge_cards;
 pub mod leaderboard;
 pub mod panel;
 pub mod rubric;

@@ -2,6 +2,7 @@
 //! one [`Leaderboard`].
 
 pub mod baselines;
+pub mod cards;
 pub mod charts;
 pub mod human;
 pub mod sample;
@@ -312,6 +313,9 @@ fn assessments_markdown(lb: &Leaderboard) -> String {
     for h in &lb.assessments.human {
         o.push_str(&table_markdown(&crate::render::human::human_table(h, &pct)));
     }
+    for c in &lb.assessments.judge_cards {
+        o.push_str(&table_markdown(&crate::render::cards::card_table(c)));
+    }
     o
 }
 
@@ -620,5 +624,7 @@ fn assessments_view(lb: &Leaderboard) -> Value {
         .collect();
     let human: Vec<Value> =
         lb.assessments.human.iter().map(|h| table("", &crate::render::human::human_table(h, &pct))).collect();
-    json!({"runs": runs, "sap": sap_safety_table(&lb.assessments, &pct).map(|t| table("", &t)), "human": human})
+    let cards: Vec<Value> =
+        lb.assessments.judge_cards.iter().map(|c| table("", &crate::render::cards::card_table(c))).collect();
+    json!({"runs": runs, "sap": sap_safety_table(&lb.assessments, &pct).map(|t| table("", &t)), "human": human, "cards": cards})
 }

@@ -40,6 +40,7 @@ pub fn assess(store: &Store, runs: &[RunRecord], cfg: &Bootstrap) -> Result<Asse
     // shows a rubric set of that run alone).
     let ids: Vec<String> = runs.iter().map(|r| r.run.id.clone()).collect();
     out.human = crate::compute::human::human_agreements(store, &ids, cfg)?;
+    out.judge_cards = crate::compute::judge_cards::judge_cards(store, runs)?;
     Ok(out)
 }
 

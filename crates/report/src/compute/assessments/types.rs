@@ -328,6 +328,9 @@ pub struct Assessments {
     /// (absent when there is none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub human: Vec<crate::compute::human::HumanAgreement>,
+    /// The card of every pairwise judge that compared runs of the report (absent when none did).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judge_cards: Vec<crate::compute::judge_cards::JudgeCard>,
 }
 
 impl Assessments {
