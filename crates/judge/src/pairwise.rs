@@ -32,7 +32,7 @@ use crate::texts::LangTexts;
 use crate::{JudgeError, Result};
 use h2htalk_stats::Proportion;
 use h2htalk_stats::bt::{self, Comparison, Outcome, Ranking};
-use h2htalk_stats::bt_controlled::{LengthBias, favours_a_position, length_bias};
+use h2htalk_stats::bt_controlled::{BiasFlags, length_bias};
 
 /// Which answer the judge preferred, as shown to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -219,21 +219,18 @@ pub use h2htalk_stats::bt_controlled::LONGER_PREFERRED_FLAG;
 /// position (the judge card).
 #[derive(Clone, Debug, Serialize)]
 pub struct JudgeBias {
-    /// Of the decided judgments (both orders agree) between answers of different lengths, those won
-    /// by the longer answer (in characters).
-    pub longer_preferred: Proportion,
-    /// Of the single-order verdicts that named a winner, over every pair, those that named the
-    /// answer shown first.
-    pub first_preferred: Proportion,
-    /// `longer_preferred` above [`LONGER_PREFERRED_FLAG`].
-    pub prefers_longer: bool,
-    /// `first_preferred`'s 95% interval excludes one half: the judge favours a position.
-    pub position_biased: bool,
-    /// The length-controlled Bradley–Terry fit: γ, the log-odds the judge gives an answer holding
-    /// all of a pair's length ((len_A − len_B) / (len_A + len_B) = 1).
-    pub length_coefficient: f64,
+    /// The shares of the longer and the first-shown answer, their flags and γ.
+    #[serde(flatten)]
+    pub flags: BiasFlags,
     /// The runs ranked once length is paid for, with their raw rank beside.
     pub length_controlled: Vec<ControlledRank>,
+}
+
+impl std::ops::Deref for JudgeBias {
+    type Target = BiasFlags;
+    fn deref(&self) -> &BiasFlags {
+        &self.flags
+    }
 }
 
 /// A run's place in the length-controlled ranking.
@@ -523,7 +520,8 @@ pub fn load_with(
     comparisons.sort_by(|(x, _), (y, _)| (x.a, x.b, &x.item).cmp(&(y.a, y.b, &y.item)));
     let (comparisons, lengths): (Vec<Comparison>, Vec<(f64, f64)>) = comparisons.into_iter().unzip();
     let ranking = bt::rank(runs, &comparisons, bootstrap_samples, seed, 0.95);
-    let LengthBias { longer_preferred, controlled } = length_bias(runs.len(), &comparisons, &lengths);
+    let length = length_bias(runs.len(), &comparisons, &lengths);
+    let controlled = &length.controlled;
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by(|&a, &b| controlled.scores[b].total_cmp(&controlled.scores[a]).then(a.cmp(&b)));
     let length_controlled = order
@@ -536,15 +534,7 @@ pub fn load_with(
             raw_rank: ranking.models.iter().find(|m| m.name == runs[i]).map_or(0, |m| m.rank),
         })
         .collect();
-    let first_preferred = proportion(all_first_k, all_first_n);
-    let bias = JudgeBias {
-        prefers_longer: longer_preferred.rate.is_some_and(|r| r > LONGER_PREFERRED_FLAG),
-        longer_preferred,
-        position_biased: favours_a_position(&first_preferred),
-        first_preferred,
-        length_coefficient: controlled.coefficient,
-        length_controlled,
-    };
+    let bias = JudgeBias { flags: BiasFlags::new(&length, all_first_k, all_first_n), length_controlled };
     sessions.sort();
     sessions.dedup();
     let (settings, prompt_hash) = match sessions.as_slice() {

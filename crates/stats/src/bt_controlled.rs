@@ -39,6 +39,37 @@ pub struct LengthBias {
     pub controlled: Controlled,
 }
 
+/// What a pairwise judge's card says of its length and position bias.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BiasFlags {
+    /// [`LengthBias::longer_preferred`].
+    pub longer_preferred: crate::Proportion,
+    /// `longer_preferred` above [`LONGER_PREFERRED_FLAG`].
+    pub prefers_longer: bool,
+    /// Of the single-order verdicts that named a winner, those that named the answer shown first.
+    pub first_preferred: crate::Proportion,
+    /// [`favours_a_position`].
+    pub position_biased: bool,
+    /// γ of the length-controlled fit: the log-odds the judge gives an answer holding all of a
+    /// pair's length.
+    pub length_coefficient: f64,
+}
+
+impl BiasFlags {
+    /// The flags of `length` and of `first_k` of `first_n` single-order verdicts won by the answer
+    /// shown first.
+    pub fn new(length: &LengthBias, first_k: usize, first_n: usize) -> BiasFlags {
+        let first_preferred = crate::Proportion::new(first_k, first_n);
+        BiasFlags {
+            prefers_longer: length.longer_preferred.rate.is_some_and(|r| r > LONGER_PREFERRED_FLAG),
+            longer_preferred: length.longer_preferred.clone(),
+            position_biased: favours_a_position(&first_preferred),
+            first_preferred,
+            length_coefficient: length.controlled.coefficient,
+        }
+    }
+}
+
 /// [`LengthBias`] of `comparisons`.
 pub fn length_bias(n: usize, comparisons: &[Comparison], lengths: &[(f64, f64)]) -> LengthBias {
     assert_eq!(comparisons.len(), lengths.len(), "one pair of lengths per comparison");

@@ -5,9 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use h2htalk_stats::Proportion;
 use h2htalk_stats::bt::{Comparison, Outcome, fit};
-use h2htalk_stats::bt_controlled::{LONGER_PREFERRED_FLAG, LengthBias, favours_a_position, length_bias};
+use h2htalk_stats::bt_controlled::{BiasFlags, length_bias};
 use h2htalk_store::{PairOutcome, Store};
 use serde::Serialize;
 
@@ -30,14 +29,18 @@ pub struct JudgeCard {
     pub judge: String,
     /// Compared items (judgments with a winner, a tie or disagreeing orders).
     pub comparisons: usize,
-    pub longer_preferred: Proportion,
-    pub prefers_longer: bool,
-    pub first_preferred: Proportion,
-    /// `first_preferred`'s interval excludes one half.
-    pub position_biased: bool,
-    pub length_coefficient: f64,
+    /// The shares of the longer and the first-shown answer, their flags and γ.
+    #[serde(flatten)]
+    pub flags: BiasFlags,
     /// Every run, by raw rank.
     pub ranks: Vec<CardRank>,
+}
+
+impl std::ops::Deref for JudgeCard {
+    type Target = BiasFlags;
+    fn deref(&self) -> &BiasFlags {
+        &self.flags
+    }
 }
 
 /// Ranks (1 for the highest) of `scores`, ties broken by index.
@@ -100,9 +103,9 @@ pub fn judge_cards(store: &Store, runs: &[RunRecord]) -> Result<Vec<JudgeCard>, 
         .into_iter()
         .filter(|(_, (c, ..))| !c.is_empty())
         .map(|(judge, (comparisons, lens, first_k, first_n))| {
-            let LengthBias { longer_preferred, controlled } = length_bias(runs.len(), &comparisons, &lens);
+            let length = length_bias(runs.len(), &comparisons, &lens);
             let raw = ranks_of(&fit(runs.len(), &comparisons));
-            let adjusted = ranks_of(&controlled.scores);
+            let adjusted = ranks_of(&length.controlled.scores);
             let mut ranks: Vec<CardRank> = runs
                 .iter()
                 .enumerate()
@@ -110,21 +113,11 @@ pub fn judge_cards(store: &Store, runs: &[RunRecord]) -> Result<Vec<JudgeCard>, 
                     run: r.run.id.clone(),
                     raw_rank: raw[i],
                     controlled_rank: adjusted[i],
-                    controlled_score: controlled.scores[i],
+                    controlled_score: length.controlled.scores[i],
                 })
                 .collect();
             ranks.sort_by_key(|c| c.raw_rank);
-            let first_preferred = Proportion::new(first_k, first_n);
-            JudgeCard {
-                judge,
-                comparisons: comparisons.len(),
-                prefers_longer: longer_preferred.rate.is_some_and(|r| r > LONGER_PREFERRED_FLAG),
-                longer_preferred,
-                position_biased: favours_a_position(&first_preferred),
-                first_preferred,
-                length_coefficient: controlled.coefficient,
-                ranks,
-            }
+            JudgeCard { judge, comparisons: comparisons.len(), flags: BiasFlags::new(&length, first_k, first_n), ranks }
         })
         .collect())
 }
