@@ -71,15 +71,14 @@ pub fn write_report_with(
     options: &Options,
 ) -> Result<ReportPaths, ReportError> {
     let db = store.path().to_string();
-    let mut runs = load_runs(store, &db, run_ids)?;
+    // Every figure is computed without the prompts and references; only the transcripts the page
+    // shows read theirs back, so memory stays near one run's texts however many runs there are.
+    let mut runs = load::load_runs_with(store, &db, run_ids, load::Texts::Deferred)?;
     check_protocols(&runs, options.allow_mixed)?;
+    use h2htalk_data::redact::redact;
     if options.redact {
-        use h2htalk_data::redact::redact;
+        // Before anything is computed: answer lengths enter the judges' length-bias figures.
         for item in runs.iter_mut().flat_map(|r| r.items.iter_mut()) {
-            for m in &mut item.prompt {
-                m.content = redact(&m.content);
-            }
-            item.reference = redact(&item.reference);
             item.answer = item.answer.as_deref().map(redact);
             item.error = item.error.as_deref().map(redact);
         }
@@ -89,7 +88,17 @@ pub fn write_report_with(
     lb.baselines = leaderboard::baseline_stats(&load::baselines(store, &runs)?, &lb.metrics, &options.bootstrap);
     let tag_data = load::tags::load(store, &runs)?;
     lb.tags = Some(tags::build(&lb, &runs, &tag_data, &options.bootstrap));
-    let html = render::to_html(&lb, &runs)?;
+    let shown = render::shown(&lb, &runs);
+    load::fill_texts(store, &mut runs, |i| shown.keeps(i))?;
+    if options.redact {
+        for item in runs.iter_mut().flat_map(|r| r.items.iter_mut()).filter(|i| shown.keeps(i)) {
+            for m in &mut item.prompt {
+                m.content = redact(&m.content);
+            }
+            item.reference = redact(&item.reference);
+        }
+    }
+    let html = render::to_html_showing(&lb, &runs, &shown)?;
     let csv = render::to_csv(&lb)?;
     std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io { path: out_dir.to_path_buf(), source })?;
     let paths = ReportPaths {

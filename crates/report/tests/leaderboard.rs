@@ -264,3 +264,33 @@ fn strata_of_one_item_each_give_no_interval_anywhere() {
     let html = render::to_html(&lb, &runs).unwrap();
     assert!(html.contains("<th class=\"num\">detectable</th>") && html.contains(&format!("{expected:.4}")));
 }
+
+/// `write_report` computes without the prompts and references and reads back only those of the
+/// transcripts it shows: its page is the one made from runs loaded with every text.
+#[test]
+fn a_report_made_with_deferred_texts_is_the_one_made_with_every_text() {
+    let dir = TempDir::new().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    make_run(&mut store, "r1", "on", 0.0);
+    make_run(&mut store, "r2", "off", 0.05);
+    let deferred =
+        h2htalk_report::load::load_runs_with(&store, "runs.db", &[], h2htalk_report::load::Texts::Deferred).unwrap();
+    let it = &deferred[0].items[0];
+    assert!(it.prompt.is_empty() && it.reference.is_empty());
+    assert_eq!(it.text_bytes, "你是沈言。".len() + "今天好累。".len() + "辛苦了，先坐下喝口水吧。".len());
+    let out = dir.path().join("out");
+    let paths = h2htalk_report::write_report(&store, &[], &out).unwrap();
+    let written = std::fs::read_to_string(&paths.html).unwrap();
+    let runs = load_runs(&store, "runs.db", &[]).unwrap();
+    let mut lb = build(&runs, &Bootstrap::default(), None).unwrap();
+    lb.assessments = h2htalk_report::assessments::assess(&store, &runs, &Bootstrap::default()).unwrap();
+    lb.baselines = h2htalk_report::leaderboard::baseline_stats(
+        &h2htalk_report::load::baselines(&store, &runs).unwrap(),
+        &lb.metrics,
+        &Bootstrap::default(),
+    );
+    let tag_data = h2htalk_report::load::tags::load(&store, &runs).unwrap();
+    lb.tags = Some(h2htalk_report::tags::build(&lb, &runs, &tag_data, &Bootstrap::default()));
+    assert_eq!(written, render::to_html(&lb, &runs).unwrap());
+    assert!(written.contains("辛苦了，先坐下喝口水吧。") && written.contains("今天好累。"));
+}

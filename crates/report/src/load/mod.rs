@@ -62,9 +62,12 @@ pub struct ItemRecord {
     pub scenario_id: String,
     pub task: String,
     pub lang: String,
-    /// The messages the model got.
+    /// The messages the model got (empty when loaded without texts: [`Texts::Deferred`]).
     pub prompt: Vec<ChatMessage>,
+    /// The reference (empty when loaded without texts).
     pub reference: String,
+    /// The bytes of the prompt's messages and the reference, whether or not they are loaded.
+    pub text_bytes: usize,
     pub generation: Generation,
     pub answer: Option<String>,
     /// A failure's kind and message.
@@ -95,8 +98,23 @@ pub struct RunRecord {
     pub composite_computed: bool,
 }
 
+/// Whether a load keeps every item's prompt and reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Texts {
+    All,
+    /// Prompts and references are left out (their size is kept): a report of many runs computes
+    /// from everything else and reads back only the transcripts it shows ([`fill_texts`]). The
+    /// prompts are most of a run's bytes, and the same for every run of a sweep.
+    Deferred,
+}
+
 /// Reads runs `ids` (all runs, oldest first, when empty) from `store`. `db` names the file in errors.
 pub fn load_runs(store: &Store, db: &str, ids: &[String]) -> Result<Vec<RunRecord>, ReportError> {
+    load_runs_with(store, db, ids, Texts::All)
+}
+
+/// [`load_runs`], keeping the items' texts or not.
+pub fn load_runs_with(store: &Store, db: &str, ids: &[String], texts: Texts) -> Result<Vec<RunRecord>, ReportError> {
     let rows: Vec<RunRow> = if ids.is_empty() {
         let all = store.runs()?;
         if all.is_empty() {
@@ -114,10 +132,33 @@ pub fn load_runs(store: &Store, db: &str, ids: &[String]) -> Result<Vec<RunRecor
         }
         rows
     };
-    rows.into_iter().map(|run| load_run(store, db, run)).collect()
+    rows.into_iter().map(|run| load_run(store, run, texts)).collect()
 }
 
-fn load_run(store: &Store, _db: &str, run: RunRow) -> Result<RunRecord, ReportError> {
+/// Reads back the prompt and reference of each item of `runs` that `keep` accepts (after a load
+/// with [`Texts::Deferred`]).
+pub fn fill_texts(
+    store: &Store,
+    runs: &mut [RunRecord],
+    keep: impl Fn(&ItemRecord) -> bool,
+) -> Result<(), ReportError> {
+    for run in runs {
+        if !run.items.iter().any(&keep) {
+            continue;
+        }
+        let mut stored: BTreeMap<String, h2htalk_store::Item> =
+            store.items(&run.run.id)?.into_iter().map(|i| (i.scenario_id.clone(), i)).collect();
+        for item in run.items.iter_mut().filter(|i| keep(i)) {
+            if let Some(s) = stored.remove(&item.scenario_id) {
+                item.prompt = s.prompt;
+                item.reference = s.reference;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn load_run(store: &Store, run: RunRow, texts: Texts) -> Result<RunRecord, ReportError> {
     let mut signatures = BTreeSet::new();
     let mut composite_computed = false;
     let mut items = Vec::new();
@@ -147,8 +188,14 @@ fn load_run(store: &Store, _db: &str, run: RunRow) -> Result<RunRecord, ReportEr
         let output_tokens = g.and_then(|g| g.output_tokens);
         let error_kind = g.and_then(|g| g.error_kind).map(|k| k.as_str().to_string());
         let faults = g.map(|g| g.faults.iter().map(|f| f.as_str().to_string()).collect()).unwrap_or_default();
-        let item = record.item;
+        let mut item = record.item;
+        let text_bytes = item.reference.len() + item.prompt.iter().map(|m| m.content.len()).sum::<usize>();
+        if texts == Texts::Deferred {
+            item.prompt = Vec::new();
+            item.reference = String::new();
+        }
         items.push(ItemRecord {
+            text_bytes,
             error_kind,
             input_tokens,
             output_tokens,
@@ -250,6 +297,7 @@ impl BaselineRecord {
                 lang: lang.to_string(),
                 prompt: Vec::new(),
                 reference: reference.to_string(),
+                text_bytes: reference.len(),
                 generation: Generation::Generated,
                 answer: Some(row.answer),
                 error: None,

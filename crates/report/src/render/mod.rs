@@ -493,9 +493,20 @@ const SIDE_TEMPLATE: &str = include_str!("../../templates/side_by_side.html");
 
 const SIDE_SCRIPT: &str = include_str!("../../templates/side_by_side.js");
 
+/// The transcripts `report.html` carries of `runs` ([`sample::select`] within its budget).
+pub fn shown(lb: &Leaderboard, runs: &[RunRecord]) -> sample::Shown {
+    let per_run: Vec<&[crate::load::ItemRecord]> = runs.iter().map(|r| r.items.as_slice()).collect();
+    sample::select(&per_run, lb.rank_metric.as_deref(), sample::TRANSCRIPT_BUDGET)
+}
+
 /// The self-contained HTML report: charts as inline SVG, the leaderboard and the transcripts as
 /// JSON inside `<script type="application/json">`, no external resource of any kind.
 pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportError> {
+    to_html_showing(lb, runs, &shown(lb, runs))
+}
+
+/// [`to_html`] with the transcripts `shown` (whose items must carry their texts).
+pub fn to_html_showing(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Shown) -> Result<String, ReportError> {
     let mut env = Environment::new();
     env.add_template("report.html", TEMPLATE).map_err(|e| ReportError::Render(format!("template: {e:#}")))?;
     // Findings by tag and the side-by-side viewer (crate::tags), included by report.html.
@@ -569,9 +580,7 @@ pub fn to_html(lb: &Leaderboard, runs: &[RunRecord]) -> Result<String, ReportErr
         .collect();
     let assessments = assessments_view(lb);
     let lb_json = escape_script_json(&serde_json::to_string(lb).expect("the leaderboard serialises"));
-    let per_run: Vec<&[crate::load::ItemRecord]> = runs.iter().map(|r| r.items.as_slice()).collect();
-    let shown = sample::select(&per_run, lb.rank_metric.as_deref(), sample::TRANSCRIPT_BUDGET);
-    let tr_json = escape_script_json(&transcripts(lb, runs, &shown).to_string());
+    let tr_json = escape_script_json(&transcripts(lb, runs, shown).to_string());
     let items: usize = runs.iter().map(|r| r.items.len()).sum();
     tmpl.render(context! {
         style => STYLE,

@@ -67,7 +67,7 @@ pub fn select(runs: &[&[ItemRecord]], metric: Option<&str>, budget: usize) -> Sh
                 .entry((it.task.as_str(), it.scenario_id.as_str()))
                 .or_insert_with(|| Scenario { items: Vec::new(), cost: 0 });
             if s.items.is_empty() {
-                s.cost += it.reference.len() + it.prompt.iter().map(|m| m.content.len()).sum::<usize>();
+                s.cost += it.text_bytes;
             }
             s.cost += item_cost(it);
             s.items.push(it);
@@ -132,6 +132,7 @@ mod tests {
             lang: "zh".into(),
             prompt: vec![],
             reference: "r".into(),
+            text_bytes: 1,
             generation: if score.is_some() { Generation::Generated } else { Generation::Failed },
             answer: Some(answer.into()),
             error: score.is_none().then(|| "server_error: 500".to_string()),

@@ -34,8 +34,8 @@ pub use types::*;
 
 /// The assessments of `runs`, read from `store`.
 pub fn assess(store: &Store, runs: &[RunRecord], cfg: &Bootstrap) -> Result<Assessments, ReportError> {
-    let rows: Vec<StoredRows> = runs.iter().map(|r| load_rows(store, r)).collect::<Result<_, _>>()?;
-    let mut out = build(runs, &rows, cfg)?;
+    // One run's rows at a time: a sweep of many runs never holds them all.
+    let mut out = build_with(runs, |run| load_rows(store, run), cfg)?;
     // Sets rated by people are the report's when all their runs are in it (`runs show` of one run
     // shows a rubric set of that run alone).
     let ids: Vec<String> = runs.iter().map(|r| r.run.id.clone()).collect();
@@ -47,11 +47,25 @@ pub fn assess(store: &Store, runs: &[RunRecord], cfg: &Bootstrap) -> Result<Asse
 /// The assessments of `runs` from their stored rows (`rows[i]` belongs to `runs[i]`).
 pub fn build(runs: &[RunRecord], rows: &[StoredRows], cfg: &Bootstrap) -> Result<Assessments, ReportError> {
     assert_eq!(runs.len(), rows.len(), "one set of rows per run");
+    let mut rows = rows.iter();
+    build_with(runs, |_| Ok(rows.next().expect("one set of rows per run").clone()), cfg)
+}
+
+/// The assessments of `runs`, each run's rows got from `rows_of` in turn and dropped once its
+/// assessment is made (only its safety verdicts are kept, for the SAP on − off pairs).
+fn build_with(
+    runs: &[RunRecord],
+    mut rows_of: impl FnMut(&RunRecord) -> Result<StoredRows, ReportError>,
+    cfg: &Bootstrap,
+) -> Result<Assessments, ReportError> {
     let mut out = Assessments::default();
-    for (run, rows) in runs.iter().zip(rows) {
-        out.runs.push(assess_run(run, rows, cfg)?);
+    let mut safety = Vec::with_capacity(runs.len());
+    for run in runs {
+        let rows = rows_of(run)?;
+        out.runs.push(assess_run(run, &rows, cfg)?);
+        safety.push(rows.safety);
     }
-    out.sap_safety = sap_safety(runs, rows, cfg);
+    out.sap_safety = sap_safety(runs, &safety, cfg);
     Ok(out)
 }
 

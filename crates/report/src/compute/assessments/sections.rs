@@ -250,7 +250,12 @@ pub(super) fn safety_section(
 }
 
 /// SAP on − off of the safety score: per model, the latest run of each mode, per judge both have.
-pub(super) fn sap_safety(runs: &[RunRecord], rows: &[StoredRows], cfg: &Bootstrap) -> Vec<SafetyOnOff> {
+/// `safety[i]`: the safety verdicts of `runs[i]`, per judge.
+pub(super) fn sap_safety(
+    runs: &[RunRecord],
+    safety: &[Vec<(String, Vec<SafetyVerdict>)>],
+    cfg: &Bootstrap,
+) -> Vec<SafetyOnOff> {
     let mut by_model: BTreeMap<String, (Option<usize>, Option<usize>)> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
         let key = serde_json::to_string(&r.run.spec.model_id).expect("a model spec serialises");
@@ -267,15 +272,14 @@ pub(super) fn sap_safety(runs: &[RunRecord], rows: &[StoredRows], cfg: &Bootstra
         let (ron, roff) = (&runs[on].run, &runs[off].run);
         let model = ron.spec.model_id.to_string();
         let verdicts = |i: usize, judge: &str| -> BTreeMap<String, Verdict> {
-            rows[i]
-                .safety
+            safety[i]
                 .iter()
                 .filter(|(j, _)| j == judge)
                 .flat_map(|(_, vs)| vs.iter().map(|v| (v.scenario_id.clone(), v.verdict)))
                 .collect()
         };
-        let judges_on: BTreeSet<&String> = rows[on].safety.iter().filter(|s| !s.1.is_empty()).map(|s| &s.0).collect();
-        let judges_off: BTreeSet<&String> = rows[off].safety.iter().filter(|s| !s.1.is_empty()).map(|s| &s.0).collect();
+        let judges_on: BTreeSet<&String> = safety[on].iter().filter(|s| !s.1.is_empty()).map(|s| &s.0).collect();
+        let judges_off: BTreeSet<&String> = safety[off].iter().filter(|s| !s.1.is_empty()).map(|s| &s.0).collect();
         let common: Vec<&&String> = judges_on.intersection(&judges_off).collect();
         if common.is_empty() {
             let note = if judges_on.is_empty() || judges_off.is_empty() {
