@@ -43,10 +43,20 @@ impl Store {
     }
 
     pub fn format_checks(&self, run_id: &str) -> StoreResult<Vec<FormatCheck>> {
+        self.format_checks_of(run_id, None)
+    }
+
+    /// The format checks of one item.
+    pub fn item_format_checks(&self, run_id: &str, scenario_id: &str) -> StoreResult<Vec<FormatCheck>> {
+        self.format_checks_of(run_id, Some(scenario_id))
+    }
+
+    fn format_checks_of(&self, run_id: &str, scenario_id: Option<&str>) -> StoreResult<Vec<FormatCheck>> {
         let raw: Vec<(String, String, String, bool, Option<String>)> = self.all(
             "SELECT f.scenario_id, f.task, f.name, f.passed, f.message FROM format_checks f LEFT JOIN items i \
-                 ON i.run_id = f.run_id AND i.scenario_id = f.scenario_id WHERE f.run_id = ?1 ORDER BY i.ord, f.name",
-            [run_id],
+                 ON i.run_id = f.run_id AND i.scenario_id = f.scenario_id WHERE f.run_id = ?1 \
+                 AND (?2 IS NULL OR f.scenario_id = ?2) ORDER BY i.ord, f.name",
+            params![run_id, scenario_id],
             |r| r.try_into(),
         )?;
         let d = self.decoder(run_id);
@@ -142,6 +152,21 @@ impl Store {
 
     /// The rubric judgments of `run_id` by `judge`, in item order.
     pub fn judge_scores(&self, run_id: &str, judge: &str) -> StoreResult<Vec<JudgeScore>> {
+        self.judge_scores_of(run_id, judge, None)
+    }
+
+    /// Every rubric judge's judgment of one item, by judge.
+    pub fn item_judge_scores(&self, run_id: &str, scenario_id: &str) -> StoreResult<Vec<(String, JudgeScore)>> {
+        let mut out = Vec::new();
+        for judge in self.judges(run_id, SessionKind::Rubric)? {
+            out.extend(
+                self.judge_scores_of(run_id, &judge, Some(scenario_id))?.into_iter().map(|s| (judge.clone(), s)),
+            );
+        }
+        Ok(out)
+    }
+
+    fn judge_scores_of(&self, run_id: &str, judge: &str, scenario_id: Option<&str>) -> StoreResult<Vec<JudgeScore>> {
         type Raw = (
             String,
             String,
@@ -157,8 +182,8 @@ impl Store {
         let raw: Vec<Raw> = self.all(
             "SELECT j.scenario_id, j.task, j.family, j.outcome, j.scores, j.mean, j.reason, j.attempts, j.raw, j.error \
                  FROM judge_scores j LEFT JOIN items i ON i.run_id = j.run_id AND i.scenario_id = j.scenario_id \
-                 WHERE j.run_id = ?1 AND j.judge = ?2 ORDER BY i.ord, j.scenario_id",
-            params![run_id, judge],
+                 WHERE j.run_id = ?1 AND j.judge = ?2 AND (?3 IS NULL OR j.scenario_id = ?3) ORDER BY i.ord, j.scenario_id",
+            params![run_id, judge, scenario_id],
             |r| r.try_into(),
         )?;
         let d = self.decoder(run_id);
@@ -366,12 +391,32 @@ impl Store {
 
     /// The safety verdicts of `run_id` by `judge` (`rules` for a run judged by rules alone), in item order.
     pub fn safety_verdicts(&self, run_id: &str, judge: &str) -> StoreResult<Vec<SafetyVerdict>> {
+        self.safety_verdicts_of(run_id, judge, None)
+    }
+
+    /// Every safety judge's verdict on one item, by judge (`rules` for the rules alone).
+    pub fn item_safety_verdicts(&self, run_id: &str, scenario_id: &str) -> StoreResult<Vec<(String, SafetyVerdict)>> {
+        let mut out = Vec::new();
+        for judge in self.judges(run_id, SessionKind::Safety)? {
+            out.extend(
+                self.safety_verdicts_of(run_id, &judge, Some(scenario_id))?.into_iter().map(|v| (judge.clone(), v)),
+            );
+        }
+        Ok(out)
+    }
+
+    fn safety_verdicts_of(
+        &self,
+        run_id: &str,
+        judge: &str,
+        scenario_id: Option<&str>,
+    ) -> StoreResult<Vec<SafetyVerdict>> {
         type Raw = (String, String, String, String, String, Option<String>, Option<String>);
         let raw: Vec<Raw> = self.all(
             "SELECT v.scenario_id, v.lang, v.risk, v.verdict, v.rules, v.judgment, v.reason FROM safety_verdicts v \
                  LEFT JOIN items i ON i.run_id = v.run_id AND i.scenario_id = v.scenario_id \
-                 WHERE v.run_id = ?1 AND v.judge = ?2 ORDER BY i.ord, v.scenario_id",
-            params![run_id, judge],
+                 WHERE v.run_id = ?1 AND v.judge = ?2 AND (?3 IS NULL OR v.scenario_id = ?3) ORDER BY i.ord, v.scenario_id",
+            params![run_id, judge, scenario_id],
             |r| r.try_into(),
         )?;
         let d = self.decoder(run_id);

@@ -10,9 +10,10 @@
 #[macro_use]
 extern crate h2htalk_data;
 
-pub mod baselines;
 pub mod annotations;
+pub mod baselines;
 mod batches;
+pub mod browse;
 mod cache;
 mod judging;
 mod maintenance;
@@ -31,8 +32,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-pub use baselines::{BaselineScore, baseline_key, legacy_baseline_key};
 pub use annotations::{AnnotationItem, AnnotationKind, AnnotationSet, HumanRating};
+pub use baselines::{BaselineScore, baseline_key, legacy_baseline_key};
 pub use batches::StoreJournal;
 pub use cache::{CacheStats, CacheUse, StoreCache};
 pub use judging::JudgeSession;

@@ -133,6 +133,15 @@ impl Store {
 
     /// Every item of a run in order, joined with its generation and its score.
     pub fn records(&self, run_id: &str) -> StoreResult<Vec<Record>> {
+        self.records_where(run_id, None)
+    }
+
+    /// One item of a run with its generation and its score (`None`: no such item).
+    pub fn record(&self, run_id: &str, scenario_id: &str) -> StoreResult<Option<Record>> {
+        Ok(self.records_where(run_id, Some(scenario_id))?.pop())
+    }
+
+    fn records_where(&self, run_id: &str, scenario_id: Option<&str>) -> StoreResult<Vec<Record>> {
         let raw: Vec<RawRecord> = self.all(
             "SELECT i.scenario_id, i.task, i.lang, i.ord, i.prompt, i.reference, \
                  g.status, g.text, g.finish_reason, g.input_tokens, g.output_tokens, g.latency_ms, g.attempts, \
@@ -141,8 +150,8 @@ impl Store {
                  FROM items i \
                  LEFT JOIN generations g ON g.run_id = i.run_id AND g.scenario_id = i.scenario_id \
                  LEFT JOIN scores s ON s.run_id = i.run_id AND s.scenario_id = i.scenario_id \
-                 WHERE i.run_id = ?1 ORDER BY i.ord",
-            [run_id],
+                 WHERE i.run_id = ?1 AND (?2 IS NULL OR i.scenario_id = ?2) ORDER BY i.ord",
+            params![run_id, scenario_id],
             |r| (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord),
         )?;
         let d = self.decoder(run_id);
