@@ -444,6 +444,19 @@ impl ViewIndex {
         Ok(n)
     }
 
+    /// Per run indexed: its items, failed items and pending items.
+    pub fn run_counts(&self) -> StoreResult<BTreeMap<String, (i64, i64, i64)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, count(*), sum(status = 'failed'), sum(status = 'pending') FROM main.rows GROUP BY run_id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows =
+            stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// The metric names indexed, in name order.
     pub fn metrics(&self) -> StoreResult<Vec<String>> {
         // The metric names are few: one skip-scan step per name over the primary key.

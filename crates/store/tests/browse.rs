@@ -3,74 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use h2htalk_data::ChatMessage;
-use h2htalk_data::SapMode;
-use h2htalk_data::suite::{FormatCheckName, Lang};
-use h2htalk_llm::FinishReason;
+use h2htalk_data::suite::FormatCheckName;
 use h2htalk_store::browse::{Cursor, ItemFilter, Key, RunTags, SortBy, ViewIndex};
-use h2htalk_store::{FormatCheck, Generation, GenerationStatus, Item, Score, ScoreOutcome, Store};
+use h2htalk_store::{FormatCheck, Store};
+use h2htalk_testkit::browse::{answer as add, make_run};
 use tempfile::TempDir;
-
-const ANSWERS: [&str; 6] = [
-    "今天的晚霞很好看，我们一起去散步吧。",
-    "I will make tea; tell me about the interview.",
-    "别着急，先深呼吸，慢慢说。",
-    "\" OR 1=1; -- </script> NEAR(a b)",
-    "我在画画，画的是海边的灯塔。",
-    "好",
-];
-
-fn item(i: usize) -> Item {
-    Item {
-        scenario_id: format!("s{i}"),
-        task: if i % 2 == 0 { "dialogue_base" } else { "dialogue_emotion" }.into(),
-        lang: if i == 1 { Lang::En } else { Lang::Zh },
-        ord: i,
-        prompt: vec![
-            ChatMessage::new("system", "你是沈言。"),
-            ChatMessage::new("user", format!("第{i}个问题：周末去哪里？")),
-        ],
-        reference: format!("参考答案{i}：去公园走走。"),
-    }
-}
-
-fn make_run(store: &mut Store, id: &str, shift: f64, generated: usize) {
-    let spec = h2htalk_testkit::spec("openai", id, SapMode::On);
-    let items: Vec<Item> = (0..ANSWERS.len()).map(item).collect();
-    store.create_run(id, &spec, &items).unwrap();
-    add(store, id, shift, 0..generated);
-}
-
-fn add(store: &mut Store, id: &str, shift: f64, range: std::ops::Range<usize>) {
-    let gens: Vec<Generation> = range
-        .clone()
-        .map(|i| Generation {
-            scenario_id: format!("s{i}"),
-            status: if i == 5 { GenerationStatus::Failed } else { GenerationStatus::Generated },
-            text: (i != 5).then(|| ANSWERS[i].to_string()),
-            finish_reason: Some(FinishReason::Stop),
-            input_tokens: Some(3),
-            output_tokens: Some(4),
-            latency_ms: 1.0,
-            attempts: 1,
-            error_kind: None,
-            error_message: None,
-            faults: vec![],
-        })
-        .collect();
-    store.put_generations(id, &gens, false).unwrap();
-    let scores: Vec<Score> = range
-        .clone()
-        .filter(|i| *i != 5)
-        .map(|i| Score {
-            scenario_id: format!("s{i}"),
-            outcome: ScoreOutcome::Scored,
-            metrics: BTreeMap::from([("rougeL".to_string(), i as f64 / 10.0 + shift)]),
-            signature: "sig".into(),
-        })
-        .collect();
-    store.put_scores(id, &scores).unwrap();
-}
 
 fn index(store: &Store, dir: &TempDir) -> ViewIndex {
     ViewIndex::open(std::path::Path::new(store.path()), &dir.path().join("runs.db.view")).unwrap()

@@ -2,8 +2,9 @@
 //!
 //! - the checkout's root, its golden files, the official references and the suite;
 //! - [`corpus`]: hostile input files for every loader;
-//! - run specifications and stores for tests that write runs directly.
+//! - run specifications and stores for tests that write runs directly ([`browse`]: the viewer's).
 
+pub mod browse;
 pub mod corpus;
 pub mod figures;
 
@@ -80,7 +81,10 @@ pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
 pub fn rewrite_goldens(var: &str) -> bool {
     let Some(value) = std::env::var_os(var) else { return false };
     assert!(value == "1", "{var}={value:?}: set {var}=1 to rewrite the goldens, or unset it");
-    assert!(!std::env::var("CI").is_ok_and(|v| v == "true"), "{var}=1 under CI=true: CI checks goldens, never writes them");
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "{var}=1 under CI=true: CI checks goldens, never writes them"
+    );
     true
 }
 

@@ -16,6 +16,7 @@ mod runs;
 mod score;
 mod suite;
 mod sweep;
+mod view;
 
 use clap::{Parser, Subcommand};
 
@@ -66,6 +67,9 @@ enum Command {
     /// The answer cache of a store: what it holds, and how runs used it.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
+    /// Read every stored transcript in the browser: runs, items paged, filtered and searched, one
+    /// item with everything stored about it, runs side by side (a local web server).
+    View(view::ViewArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -84,5 +88,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Baselines(args) => baselines::run(*args),
         Command::Cache(cmd) => cache::run(cmd),
         Command::Annotate(cmd) => annotate::run(cmd),
+        Command::View(args) => view::run(args),
     }
 }

@@ -276,3 +276,29 @@ pub fn simulation_figures(sims: &[Simulation]) -> Vec<SimulationFigures> {
         })
         .collect()
 }
+
+/// Each scenario's tags as names (`implicit_need`, `changing_need`, `multi_session`,
+/// `emotion:NAME`), read from the suite a run was made with (`spec.suite`); an error when it cannot
+/// be read or has changed since (another fingerprint). The viewer filters by them.
+pub fn scenario_tags(spec: &h2htalk_store::RunSpec) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let (fingerprint, label, tags, _) = read_suite_tags(spec.suite.dir.as_deref(), spec.suite.references.as_deref())?;
+    if fingerprint != spec.suite.fingerprint {
+        return Err(format!("the run's suite has changed since the run ({label}); its tags are not shown"));
+    }
+    Ok(tags
+        .into_iter()
+        .map(|(id, t)| {
+            let mut names: Vec<String> = [
+                (t.implicit_need, "implicit_need"),
+                (t.changing_need, "changing_need"),
+                (t.multi_session, "multi_session"),
+            ]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| n.to_string())
+            .collect();
+            names.extend(t.emotions.iter().map(|e| format!("emotion:{e}")));
+            (id, names)
+        })
+        .collect())
+}
