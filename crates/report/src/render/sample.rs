@@ -142,7 +142,7 @@ mod tests {
             unknown_usage: false,
             faults: vec![],
             scoring: if score.is_some() { Scoring::Scored } else { Scoring::Unscored },
-            metrics: score.map(|s| [("composite".to_string(), s)].into()).unwrap_or_default(),
+            metrics: score.map(|s| [("composite".to_string(), s)].into_iter().collect()).unwrap_or_default(),
         }
     }
 

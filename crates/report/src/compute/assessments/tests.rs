@@ -489,7 +489,7 @@ fn baseline_of(name: &str, run: &RunRecord, values: &[f64]) -> crate::load::Base
     let mut items = run.items.clone();
     for (i, v) in items.iter_mut().zip(values) {
         i.answer = Some(name.to_string());
-        i.metrics = BTreeMap::from([("rougeL".to_string(), *v)]);
+        i.metrics = BTreeMap::from([("rougeL".to_string(), *v)]).into();
     }
     crate::load::BaselineRecord { baseline: name.into(), signature: "sig".into(), items, composite_computed: false }
 }
@@ -503,7 +503,7 @@ fn a_run_is_compared_with_its_strongest_baseline_per_sub_task_and_flagged_when_n
     let run_values = [0.9, 0.8, 0.85, 0.95];
     for (i, v) in runs[0].items.iter_mut().zip(run_values) {
         i.scoring = Scoring::Scored;
-        i.metrics = BTreeMap::from([("rougeL".to_string(), v)]);
+        i.metrics = BTreeMap::from([("rougeL".to_string(), v)]).into();
     }
     let comfort = [0.3, 0.2, 0.25, 0.3];
     let baselines =
