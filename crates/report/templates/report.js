@@ -85,6 +85,9 @@
     head.appendChild(el('span', null, T.tasks[it[F.task]]));
     head.appendChild(el('span', null, it[F.lang]));
     head.appendChild(el('span', null, statusOf(it)));
+    var open = el('a', 'view', 'open in h2htalk view ↗');
+    open.href = T.view + '/item/' + encodeURIComponent(run.id) + '/' + encodeURIComponent(it[F.scenario_id]);
+    head.appendChild(open);
     if (state.metric) { head.appendChild(el('span', null, state.metric + ' ' + fmt(score))); }
     a.appendChild(head);
     var texts = el('div', 'texts');

@@ -293,4 +293,11 @@ fn a_report_made_with_deferred_texts_is_the_one_made_with_every_text() {
     lb.tags = Some(h2htalk_report::tags::build(&lb, &runs, &tag_data, &Bootstrap::default()));
     assert_eq!(written, render::to_html(&lb, &runs).unwrap());
     assert!(written.contains("辛苦了，先坐下喝口水吧。") && written.contains("今天好累。"));
+    // Links into `h2htalk view`: each ranked run's items, and each transcript's item page (the
+    // viewer's address travels with the transcripts). The template engine writes `/` as `&#x2f;`.
+    let written = written.replace("&#x2f;", "/");
+    for run in ["r1", "r2"] {
+        assert!(written.contains(&format!("href=\"{}/items?run={run}\"", render::VIEW_URL)), "{run}");
+    }
+    assert!(written.contains(&format!("\"view\":\"{}\"", render::VIEW_URL)));
 }

@@ -472,6 +472,7 @@ pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Shown) 
         "fields": ["run", "task", "scenario_id", "lang", "generation", "scoring", "prompt", "answer", "reference", "scores", "error"],
         "generation": ["pending", "generated", "failed"],
         "runs": keys,
+        "view": VIEW_URL,
         "tasks": tasks,
         "metrics": lb.metrics,
         "strings": table,
@@ -482,6 +483,9 @@ pub fn transcripts(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Shown) 
 }
 
 const TEMPLATE: &str = include_str!("../../templates/report.html");
+
+/// Where `h2htalk view` listens by default: the report's links into it (the page works without it).
+pub const VIEW_URL: &str = "http://127.0.0.1:8765";
 
 const STYLE: &str = include_str!("../../templates/report.css");
 
@@ -566,7 +570,7 @@ pub fn to_html_showing(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Sho
         })
         .collect();
     let cmp = |c: &crate::leaderboard::Comparison| {
-        json!({"a": key_of(&c.a), "b": key_of(&c.b), "group": c.group, "n": c.paired.n,
+        json!({"a": key_of(&c.a), "b": key_of(&c.b), "a_run": c.a, "b_run": c.b, "group": c.group, "n": c.paired.n,
                "mean_a": fmt4(c.paired.mean_a), "mean_b": fmt4(c.paired.mean_b), "diff": fmt4(c.paired.diff.mean),
                "diff_exact": crate::format::exact(c.paired.diff.mean),
                "ci": fmt_ci(c.paired.diff.lo, c.paired.diff.hi),
@@ -607,6 +611,7 @@ pub fn to_html_showing(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Sho
         transcripts_note => shown.note(),
         tags => crate::render::tags::html_view(lb),
         side_script => SIDE_SCRIPT,
+        view => VIEW_URL,
     })
     .map_err(|e| ReportError::Render(format!("template: {e:#}")))
 }

@@ -38,7 +38,8 @@ impl Shown {
             "This page carries {} of the {} transcripts ({} of {} scenarios, every run's answer to each): the \
              sub-tasks in turn, in each the scenarios with a failed or unscored answer first, then those whose \
              ranking metric differs most between runs. Every table above counts all {} items. To read the \
-             others, export a run (`h2htalk runs export RUN_ID --out DIR`) or open its own report.",
+             others, open the store in `h2htalk view` (every transcript, searchable), export a run (`h2htalk runs \
+             export RUN_ID --out DIR`) or open its own report.",
             self.items, self.all_items, self.scenario_count, self.all_scenarios, self.all_items
         ))
     }
