@@ -43,7 +43,7 @@ pub const SAFETY_PREFIX: &str = "safety:";
 #[derive(Clone, Debug, Default)]
 pub struct RunTagData {
     /// Scenario id → tags; `None` when the run's tags cannot be read (see `unavailable`).
-    pub tags: Option<BTreeMap<String, ItemTags>>,
+    pub tags: Option<std::sync::Arc<BTreeMap<String, ItemTags>>>,
     /// Why the tags are unavailable.
     pub unavailable: Option<String>,
     /// `name@fingerprint` of the suite the tags were read from.
@@ -73,7 +73,8 @@ pub struct ProfileTags {
 
 /// The tags of a suite, by scenario id, with the suite's fingerprint and `name@fingerprint`, and
 /// the suite itself (its simulator profiles are read against it).
-type SuiteTags = (String, String, BTreeMap<String, ItemTags>, h2htalk_data::suite::Suite);
+/// (The tags are shared by every run of the suite: one copy, not one per run.)
+type SuiteTags = (String, String, std::sync::Arc<BTreeMap<String, ItemTags>>, h2htalk_data::suite::Suite);
 
 pub(crate) fn emotion_name(e: &h2htalk_data::suite::Emotion) -> String {
     serde_json::to_value(e).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{e:?}"))
@@ -84,7 +85,7 @@ pub(crate) fn read_suite_tags(dir: Option<&Path>, references: Option<&Path>) -> 
     let dir = embedded::or_embedded(dir).map_err(|e| format!("cannot write out the embedded suite: {e}"))?;
     let suite = h2htalk_data::load_suite_with(&dir, references)
         .map_err(|e| format!("cannot load the run's suite ({where_}): {e}"))?;
-    let tags = suite
+    let tags: BTreeMap<String, ItemTags> = suite
         .scenarios
         .iter()
         .map(|s| {
@@ -102,7 +103,7 @@ pub(crate) fn read_suite_tags(dir: Option<&Path>, references: Option<&Path>) -> 
             )
         })
         .collect();
-    Ok((suite.fingerprint().to_string(), suite.label(), tags, suite))
+    Ok((suite.fingerprint().to_string(), suite.label(), std::sync::Arc::new(tags), suite))
 }
 
 /// The attachment style and language of the profiles `ids`, read from `simulator/<id>.json` of
@@ -286,7 +287,7 @@ pub fn scenario_tags(spec: &h2htalk_store::RunSpec) -> Result<BTreeMap<String, V
         return Err(format!("the run's suite has changed since the run ({label}); its tags are not shown"));
     }
     Ok(tags
-        .into_iter()
+        .iter()
         .map(|(id, t)| {
             let mut names: Vec<String> = [
                 (t.implicit_need, "implicit_need"),
@@ -298,7 +299,7 @@ pub fn scenario_tags(spec: &h2htalk_store::RunSpec) -> Result<BTreeMap<String, V
             .map(|(_, n)| n.to_string())
             .collect();
             names.extend(t.emotions.iter().map(|e| format!("emotion:{e}")));
-            (id, names)
+            (id.clone(), names)
         })
         .collect())
 }
