@@ -405,6 +405,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     println!("report: {}", out.report.html.display());
     println!("run {}: {} (db {})", out.run_id, out.status.as_str(), options.db.display());
+    println!("read every transcript in the browser: h2htalk view --db {}", options.db.display());
     if let Some(e) = &epochs {
         let runs: Vec<String> =
             e.members.iter().map(|m| format!("{} ({})", m.run_id.as_deref().unwrap_or("-"), m.how)).collect();

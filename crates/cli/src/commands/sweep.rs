@@ -134,7 +134,10 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
             }
         }
         match &out.report {
-            Some(r) => println!("report: {}", r.html.display()),
+            Some(r) => {
+                println!("report: {}", r.html.display());
+                println!("read every transcript in the browser: h2htalk view --db {}", args.store.db.display());
+            }
             None => println!("no report: no run of the sweep has results"),
         }
         if let Some(c) = &out.encoding_cache {
