@@ -19,7 +19,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_ite
 use crate::{SCHEMA_VERSION, StoreError, StoreResult};
 
 /// Bumped when the index's tables change: an index of another version is rebuilt.
-const INDEX_VERSION: &str = "1";
+const INDEX_VERSION: &str = "2";
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,9 +44,13 @@ CREATE TABLE IF NOT EXISTS rows (
     format_failed INTEGER NOT NULL,
     judge_mean REAL,
     safety TEXT,
-    tags TEXT NOT NULL,
     UNIQUE (run_id, scenario_id)
 );
+CREATE TABLE IF NOT EXISTS row_tags (
+    tag TEXT NOT NULL,
+    row INTEGER NOT NULL,
+    PRIMARY KEY (tag, row)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rows_by_scenario ON rows (scenario, run_id);
 CREATE TABLE IF NOT EXISTS metric_values (
     metric TEXT NOT NULL,
@@ -229,7 +233,16 @@ impl ViewIndex {
             None
         };
         if current.as_deref() != Some(stamp.as_str()) {
-            for t in ["indexed_runs", "scenarios", "rows", "metric_values", "answer_text", "scenario_text", "meta"] {
+            for t in [
+                "indexed_runs",
+                "scenarios",
+                "rows",
+                "row_tags",
+                "metric_values",
+                "answer_text",
+                "scenario_text",
+                "meta",
+            ] {
                 self.conn.execute_batch(&format!("DROP TABLE IF EXISTS main.{t}")).map_err(|e| self.err(e))?;
             }
         }
@@ -368,7 +381,7 @@ impl ViewIndex {
             let mut row = tx
                 .prepare_cached(
                     "INSERT INTO main.rows (run_id, scenario_id, scenario, ord, model, task, lang, status, scoring, \
-                     format_failed, judge_mean, safety, tags) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)",
+                     format_failed, judge_mean, safety) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
                 )
                 .map_err(e)?;
             let mut metric = tx
@@ -376,6 +389,8 @@ impl ViewIndex {
                 .map_err(e)?;
             let mut answer =
                 tx.prepare_cached("INSERT INTO main.answer_text (rowid, answer) VALUES (?1, ?2)").map_err(e)?;
+            let mut tag =
+                tx.prepare_cached("INSERT OR IGNORE INTO main.row_tags (tag, row) VALUES (?1, ?2)").map_err(e)?;
             let mut rows = read.query([run.run_id]).map_err(e)?;
             while let Some(r) = rows.next().map_err(e)? {
                 let scenario_id: String = r.get(0).map_err(e)?;
@@ -397,8 +412,6 @@ impl ViewIndex {
                     };
                 let status: String = r.get::<_, Option<String>>(6).map_err(e)?.unwrap_or_else(|| "pending".into());
                 let scoring: String = r.get::<_, Option<String>>(8).map_err(e)?.unwrap_or_else(|| "unscored".into());
-                let tags =
-                    run.tags.get(&scenario_id).map(|t| format!(" {} ", t.join(" "))).unwrap_or_else(|| " ".into());
                 row.execute(params![
                     run.run_id,
                     scenario_id,
@@ -412,10 +425,12 @@ impl ViewIndex {
                     r.get::<_, i64>(10).map_err(e)?,
                     r.get::<_, Option<f64>>(11).map_err(e)?,
                     r.get::<_, Option<String>>(12).map_err(e)?,
-                    tags
                 ])
                 .map_err(e)?;
                 let id = tx.last_insert_rowid();
+                for t in run.tags.get(&scenario_id).into_iter().flatten() {
+                    tag.execute(params![t, id]).map_err(e)?;
+                }
                 if let Some(metrics) = r.get::<_, Option<String>>(9).map_err(e)? {
                     let values: BTreeMap<String, f64> = serde_json::from_str(&metrics).unwrap_or_default();
                     let composite = (!values.contains_key("composite"))
@@ -459,14 +474,17 @@ impl ViewIndex {
 
     /// The metric names indexed, in name order.
     pub fn metrics(&self) -> StoreResult<Vec<String>> {
-        // The metric names are few: one skip-scan step per name over the primary key.
+        self.distinct_keys("metric_values", "metric")
+    }
+
+    /// The distinct values of `column`, the first of `table`'s primary key: they are few, so one
+    /// step down the key per value instead of a scan of every row.
+    fn distinct_keys(&self, table: &str, column: &str) -> StoreResult<Vec<String>> {
         let mut out = Vec::new();
         let mut last = String::new();
+        let sql = format!("SELECT min({column}) FROM main.{table} WHERE {column} > ?1");
         loop {
-            let next: Option<String> = self
-                .conn
-                .query_row("SELECT min(metric) FROM main.metric_values WHERE metric > ?1", [&last], |r| r.get(0))
-                .map_err(|e| self.err(e))?;
+            let next: Option<String> = self.conn.query_row(&sql, [&last], |r| r.get(0)).map_err(|e| self.err(e))?;
             match next {
                 Some(m) => {
                     last = m.clone();
@@ -493,13 +511,7 @@ impl ViewIndex {
 
     /// The tags the indexed rows carry, in name order.
     pub fn tags(&self) -> StoreResult<Vec<String>> {
-        let mut stmt = self.conn.prepare_cached("SELECT DISTINCT tags FROM main.rows").map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(|e| self.err(e))?;
-        let mut out = std::collections::BTreeSet::new();
-        for t in rows {
-            out.extend(t.map_err(|e| self.err(e))?.split_whitespace().map(str::to_string));
-        }
-        Ok(out.into_iter().collect())
+        self.distinct_keys("row_tags", "tag")
     }
 
     /// One page of at most `limit` items matching `filter` in `sort` order from `cursor`.
@@ -517,7 +529,7 @@ impl ViewIndex {
             }
         }
         if let Some(t) = text(&filter.tag) {
-            wheres.push(format!("instr(r.tags, {}) > 0", arg(Sql::Text(format!(" {t} ")))));
+            wheres.push(format!("r.id IN (SELECT row FROM main.row_tags WHERE tag = {})", arg(Sql::Text(t))));
         }
         match text(&filter.status).as_deref() {
             None => {}

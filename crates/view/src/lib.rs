@@ -93,6 +93,32 @@ pub(crate) struct App {
     pub templates: minijinja::Environment<'static>,
     /// Why some runs' tags are not shown (their suite cannot be read or changed).
     pub tag_notes: Mutex<Vec<String>>,
+    /// What the filters offer, computed when the index changes (not on every page).
+    pub facets: Mutex<Facets>,
+}
+
+/// The values each filter offers, and each run's counts.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Facets {
+    pub runs: std::collections::BTreeMap<String, (i64, i64, i64)>,
+    pub models: Vec<String>,
+    pub tasks: Vec<String>,
+    pub safety: Vec<String>,
+    pub metrics: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+impl Facets {
+    fn of(index: &ViewIndex) -> Result<Facets, ViewError> {
+        Ok(Facets {
+            runs: index.run_counts()?,
+            models: index.distinct("model")?,
+            tasks: index.distinct("task")?,
+            safety: index.distinct("safety")?,
+            metrics: index.metrics()?,
+            tags: index.tags()?,
+        })
+    }
 }
 
 /// Opens the store and its index (indexing what is new), binds, and returns the server.
@@ -101,7 +127,8 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
     let index_path = options.index.clone().unwrap_or_else(|| ViewIndex::default_path(&options.db));
     let mut index = ViewIndex::open(&options.db, &index_path)?;
     progress(&format!("indexing {} (index: {})", options.db.display(), index_path.display()));
-    let notes = refresh(&store, &mut index)?;
+    let (notes, _) = refresh(&store, &mut index)?;
+    let facets = Facets::of(&index)?;
     let token = (options.require_token || !options.bind.is_loopback()).then(new_token).transpose()?;
     let addr = SocketAddr::new(options.bind, options.port);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ViewError::Bind { addr, source })?;
@@ -115,6 +142,7 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
         bind: options.bind,
         templates: pages::templates(),
         tag_notes: Mutex::new(notes),
+        facets: Mutex::new(facets),
     });
     // New rows (a run still going, a resumed one) reach the index every few seconds.
     let keep = app.clone();
@@ -125,8 +153,11 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
             let _ = tokio::task::spawn_blocking(move || {
                 let store = app.store.lock().unwrap_or_else(|e| e.into_inner());
                 let mut index = app.index.lock().unwrap_or_else(|e| e.into_inner());
-                if let Ok(notes) = refresh(&store, &mut index) {
+                if let Ok((notes, changed)) = refresh(&store, &mut index) {
                     *app.tag_notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
+                    if changed && let Ok(f) = Facets::of(&index) {
+                        *app.facets.lock().unwrap_or_else(|e| e.into_inner()) = f;
+                    }
                 }
             })
             .await;
@@ -145,8 +176,9 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
     Ok(Server { addr, token, listener, app: router })
 }
 
-/// Indexes what changed in the store; returns why some runs carry no tags.
-fn refresh(store: &Store, index: &mut ViewIndex) -> Result<Vec<String>, ViewError> {
+/// Indexes what changed in the store; returns why some runs carry no tags, and whether anything
+/// changed.
+fn refresh(store: &Store, index: &mut ViewIndex) -> Result<(Vec<String>, bool), ViewError> {
     let runs = store.runs()?;
     let mut notes = Vec::new();
     let mut by_suite: std::collections::BTreeMap<String, Result<_, String>> = Default::default();
@@ -162,8 +194,8 @@ fn refresh(store: &Store, index: &mut ViewIndex) -> Result<Vec<String>, ViewErro
     let models: Vec<String> = runs.iter().map(|r| r.spec.model_id.to_string()).collect();
     let given: Vec<RunTags> =
         runs.iter().zip(&tags).zip(&models).map(|((r, t), m)| RunTags { run_id: &r.id, model: m, tags: t }).collect();
-    index.refresh(&given)?;
-    Ok(notes)
+    let done = index.refresh(&given)?;
+    Ok((notes, done.runs_indexed + done.runs_dropped > 0))
 }
 
 /// 128 random bits, hex: the token a server off the loopback interface asks for.

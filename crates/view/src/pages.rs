@@ -83,8 +83,8 @@ pub async fn runs(State(app): State<Arc<App>>) -> Response {
         Err(e) => return failed(&app, e),
     };
     let sweeps = store.sweeps().unwrap_or_default();
-    let index = app.index.lock().unwrap_or_else(|e| e.into_inner());
-    let counts = index.run_counts().unwrap_or_default();
+    drop(store);
+    let counts = app.facets.lock().unwrap_or_else(|e| e.into_inner()).runs.clone();
     let rows: Vec<Value> = runs
         .iter()
         .map(|r| {
@@ -252,12 +252,10 @@ pub async fn items(
         Ok(p) => p,
         Err(e) => return failed(&app, e),
     };
-    let choices = |c: &str| index.distinct(c).unwrap_or_default();
-    let (models, tasks, statuses, safety) = (choices("model"), choices("task"), choices("status"), choices("safety"));
-    let metrics = index.metrics().unwrap_or_default();
-    let tags = index.tags().unwrap_or_default();
-    let runs = index.run_counts().unwrap_or_default().into_keys().collect::<Vec<_>>();
     drop(index);
+    let f = app.facets.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let (models, tasks, safety, metrics, tags) = (f.models, f.tasks, f.safety, f.metrics, f.tags);
+    let runs: Vec<String> = f.runs.into_keys().collect();
     if let SortBy::Metric { name, .. } = &sort
         && !metrics.contains(name)
     {
@@ -285,7 +283,7 @@ pub async fn items(
         &app,
         "items.html",
         context! {
-            db => app.db, q => query, rows, next, prev, models, tasks, statuses, safety, metrics, tags, runs,
+            db => app.db, q => query, rows, next, prev, models, tasks, safety, metrics, tags, runs,
             value_label, statuses_all => ["pending", "generated", "failed", "unscored", "dropped"],
         },
     )
@@ -446,9 +444,8 @@ pub async fn diff(
     let Ok(Query(q)) = query else {
         return error_page(&app, StatusCode::BAD_REQUEST, "give ?a=RUN_A&b=RUN_B&metric=METRIC");
     };
-    let index = app.index.lock().unwrap_or_else(|e| e.into_inner());
-    let runs = index.run_counts().unwrap_or_default();
-    let metrics = index.metrics().unwrap_or_default();
+    let f = app.facets.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let (runs, metrics) = (f.runs, f.metrics);
     for r in [&q.a, &q.b] {
         if !runs.contains_key(r.as_str()) {
             return error_page(
@@ -463,6 +460,7 @@ pub async fn diff(
     if metric != "judge" && !metrics.contains(&metric) {
         return error_page(&app, StatusCode::BAD_REQUEST, &format!("no item has the metric `{metric}`"));
     }
+    let index = app.index.lock().unwrap_or_else(|e| e.into_inner());
     let rows = match index.differences(&q.a, &q.b, &metric, 500) {
         Ok(r) => r,
         Err(e) => return failed(&app, e),
