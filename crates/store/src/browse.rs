@@ -178,6 +178,8 @@ pub struct ViewIndex {
     conn: Connection,
     path: String,
     store_path: String,
+    /// The store's `data_version` when last looked at: it changes when another connection commits.
+    seen_version: Option<i64>,
 }
 
 impl ViewIndex {
@@ -208,7 +210,7 @@ impl ViewIndex {
             canonical.display().to_string().replace('%', "%25").replace('?', "%3f").replace('#', "%23")
         );
         conn.execute("ATTACH DATABASE ?1 AS s", [&uri]).map_err(|e| err(format!("cannot attach the store: {e}")))?;
-        let index = ViewIndex { conn, path: p, store_path: canonical.display().to_string() };
+        let index = ViewIndex { conn, path: p, store_path: canonical.display().to_string(), seen_version: None };
         index.init()?;
         Ok(index)
     }
@@ -287,6 +289,13 @@ impl ViewIndex {
             count("judge_scores")?,
             count("safety_verdicts")?
         ))
+    }
+
+    /// Whether the store may have changed since this was last asked (always the first time): a
+    /// cheap test before [`ViewIndex::refresh`], whose stamps count rows of every run.
+    pub fn store_changed(&mut self) -> StoreResult<bool> {
+        let v: i64 = self.conn.query_row("PRAGMA s.data_version", [], |r| r.get(0)).map_err(|e| self.err(e))?;
+        Ok(self.seen_version.replace(v) != Some(v))
     }
 
     /// Brings the index in step with the store for `runs` (every run the index should hold);

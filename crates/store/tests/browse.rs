@@ -120,9 +120,13 @@ fn the_index_keeps_in_step_with_new_rows_and_runs_and_is_rebuilt_for_another_sto
     refresh(&mut ix, &["a"]);
     let pending = ItemFilter { status: Some("pending".into()), ..Default::default() };
     assert_eq!(ids(&ix, &pending).len(), 4);
-    // More answers arrive (a resumed run) and a new run is made: both are seen on refresh.
+    // More answers arrive (a resumed run) and a new run is made: the store says it changed, and
+    // both are seen on refresh.
+    assert!(ix.store_changed().unwrap(), "the first look");
+    assert!(!ix.store_changed().unwrap(), "nothing committed since");
     add(&mut store, "a", 0.0, 2..4);
     make_run(&mut store, "c", 0.0, 6);
+    assert!(ix.store_changed().unwrap());
     let done = refresh(&mut ix, &["a", "c"]);
     assert_eq!(done.runs_indexed, 2);
     assert_eq!(ids(&ix, &pending), ["a/s4", "a/s5"]);

@@ -14,9 +14,11 @@
 //! - `/items?run=RUN&task=TASK&q=TEXT&sort=METRIC&desc=1&...` items (see [`pages::ItemsQuery`]);
 //! - `/item/RUN/SCENARIO` one item;
 //! - `/side?runs=RUN_A,RUN_B&task=TASK&scenario=SCENARIO` one scenario, run beside run;
-//! - `/diff?a=RUN_A&b=RUN_B&metric=METRIC` the scenarios two runs share, largest difference first.
+//! - `/diff?a=RUN_A&b=RUN_B&metric=METRIC` the scenarios two runs share, largest difference first;
+//! - `/annotate/SET` rating an annotation set by people ([`rate`]).
 
 mod pages;
+mod rate;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -54,12 +56,16 @@ pub struct ViewOptions {
     pub port: u16,
     /// Every request needs the printed token (always so off the loopback interface).
     pub require_token: bool,
+    /// An annotation set to rate (made by `h2htalk annotate export`): the printed URL opens it.
+    pub annotate: Option<String>,
 }
 
 /// A server ready to serve: its address and, off the loopback interface, its token.
 pub struct Server {
     pub addr: SocketAddr,
     pub token: Option<String>,
+    /// The page the printed URL opens (`/`, or the annotation set's).
+    pub start: String,
     listener: tokio::net::TcpListener,
     app: Router,
 }
@@ -72,8 +78,8 @@ impl Server {
             IpAddr::V4(ip) => ip.to_string(),
         };
         match &self.token {
-            Some(t) => format!("http://{host}:{}/?token={t}", self.addr.port()),
-            None => format!("http://{host}:{}/", self.addr.port()),
+            Some(t) => format!("http://{host}:{}{}?token={t}", self.addr.port(), self.start),
+            None => format!("http://{host}:{}{}", self.addr.port(), self.start),
         }
     }
 
@@ -124,9 +130,18 @@ impl Facets {
 /// Opens the store and its index (indexing what is new), binds, and returns the server.
 pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<Server, ViewError> {
     let store = Store::open_read_only(&options.db)?;
+    if let Some(set) = &options.annotate
+        && store.annotation_set(set)?.is_none()
+    {
+        return Err(ViewError::Usage(format!(
+            "no annotation set `{set}` in {}: make it first with `h2htalk annotate export --name {set} --run RUN_ID ...`",
+            options.db.display()
+        )));
+    }
     let index_path = options.index.clone().unwrap_or_else(|| ViewIndex::default_path(&options.db));
     let mut index = ViewIndex::open(&options.db, &index_path)?;
     progress(&format!("indexing {} (index: {})", options.db.display(), index_path.display()));
+    index.store_changed()?;
     let (notes, _) = refresh(&store, &mut index)?;
     let facets = Facets::of(&index)?;
     let token = (options.require_token || !options.bind.is_loopback()).then(new_token).transpose()?;
@@ -153,6 +168,10 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
             let _ = tokio::task::spawn_blocking(move || {
                 let store = app.store.lock().unwrap_or_else(|e| e.into_inner());
                 let mut index = app.index.lock().unwrap_or_else(|e| e.into_inner());
+                // Nothing committed to the store since the last look: nothing to do.
+                if !index.store_changed().unwrap_or(true) {
+                    return;
+                }
                 if let Ok((notes, changed)) = refresh(&store, &mut index) {
                     *app.tag_notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
                     if changed && let Ok(f) = Facets::of(&index) {
@@ -170,10 +189,17 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
         .route("/side", get(pages::side))
         .route("/diff", get(pages::diff))
         .route("/view.css", get(pages::style))
+        .route("/view.js", get(pages::script))
+        .route("/annotate/{set}", get(rate::start))
+        .route("/annotate/{set}/rate", get(rate::rate).post(rate::save))
         .fallback(pages::not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app);
-    Ok(Server { addr, token, listener, app: router })
+    let start = match &options.annotate {
+        Some(set) => format!("/annotate/{}", pages::encode(set)),
+        None => "/".into(),
+    };
+    Ok(Server { addr, token, start, listener, app: router })
 }
 
 /// Indexes what changed in the store; returns why some runs carry no tags, and whether anything
@@ -249,8 +275,8 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; \
-             frame-ancestors 'none'",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
+             base-uri 'none'; frame-ancestors 'none'",
         ),
     );
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));

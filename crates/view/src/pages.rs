@@ -16,7 +16,9 @@ use crate::App;
 /// Rows per page of a listing.
 pub const PAGE: usize = 50;
 
-const TEMPLATES: [(&str, &str); 7] = [
+const TEMPLATES: [(&str, &str); 9] = [
+    ("annotate.html", include_str!("../templates/annotate.html")),
+    ("rate.html", include_str!("../templates/rate.html")),
     ("base.html", include_str!("../templates/base.html")),
     ("runs.html", include_str!("../templates/runs.html")),
     ("items.html", include_str!("../templates/items.html")),
@@ -27,6 +29,8 @@ const TEMPLATES: [(&str, &str); 7] = [
 ];
 
 const STYLE: &str = include_str!("../templates/view.css");
+
+const SCRIPT: &str = include_str!("../templates/view.js");
 
 pub(crate) fn templates() -> Environment<'static> {
     let mut env = Environment::new();
@@ -42,7 +46,7 @@ pub(crate) fn templates() -> Environment<'static> {
     env
 }
 
-fn render(app: &App, name: &str, ctx: Value) -> Response {
+pub(crate) fn render(app: &App, name: &str, ctx: Value) -> Response {
     match app.templates.get_template(name).and_then(|t| t.render(ctx)) {
         Ok(html) => Html(html).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("template {name}: {e:#}")).into_response(),
@@ -67,11 +71,15 @@ pub async fn style() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
 }
 
+pub async fn script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], SCRIPT).into_response()
+}
+
 pub async fn not_found(State(app): State<Arc<App>>) -> Response {
     error_page(
         &app,
         StatusCode::NOT_FOUND,
-        "no such page: the viewer's pages are /, /items, /item/RUN/SCENARIO, /side and /diff",
+        "no such page: the viewer's pages are /, /items, /item/RUN/SCENARIO, /side, /diff and /annotate/SET",
     )
 }
 

@@ -25,6 +25,7 @@ async fn start(db: &Path, require_token: bool) -> (String, Option<String>) {
         bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
         port: 0,
         require_token,
+        annotate: None,
     };
     let server = prepare(&options, |_| {}).await.unwrap();
     let base = format!("http://{}", server.addr);
@@ -140,6 +141,7 @@ async fn a_missing_or_newer_store_is_a_clear_error() {
         bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
         port: 0,
         require_token: false,
+        annotate: None,
     };
     let missing = prepare(&options(&dir.path().join("none.db")), |_| {}).await.err().unwrap();
     assert!(missing.to_string().contains("no run store here"), "{missing}");
@@ -150,4 +152,125 @@ async fn a_missing_or_newer_store_is_a_clear_error() {
     drop(store);
     let newer = prepare(&options(&db), |_| {}).await.err().unwrap();
     assert!(newer.to_string().contains("newer h2htalk"), "{newer}");
+}
+
+/// Rating by people: blinded items, the judge's criteria, each rating stored at once with its
+/// rater, progress, resume, bad values refused, pairwise choices, other origins refused.
+#[tokio::test]
+async fn people_rate_a_set_item_by_item_and_resume() {
+    use h2htalk_store::{AnnotationItem, AnnotationKind};
+    let dir = TempDir::new().unwrap();
+    let db = store(dir.path());
+    {
+        let mut s = Store::open(&db).unwrap();
+        let item = |id: &str, sc: &str, b: Option<&str>, swapped| AnnotationItem {
+            item: id.into(),
+            scenario_id: sc.into(),
+            task: "dialogue_base".into(),
+            run_a: "a".into(),
+            run_b: b.map(str::to_string),
+            swapped,
+        };
+        s.create_annotation_set(
+            "s1",
+            AnnotationKind::Rubric,
+            1,
+            &[item("s1-0001", "s0", None, false), item("s1-0002", "s2", None, false)],
+        )
+        .unwrap();
+        s.create_annotation_set("p1", AnnotationKind::Pairwise, 1, &[item("p1-0001", "s4", Some("b"), true)]).unwrap();
+    }
+    let options = ViewOptions {
+        db: db.clone(),
+        index: None,
+        bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        port: 0,
+        require_token: false,
+        annotate: Some("s1".into()),
+    };
+    let server = prepare(&options, |_| {}).await.unwrap();
+    assert!(server.url().ends_with("/annotate/s1"), "{}", server.url());
+    let base = format!("http://{}", server.addr);
+    tokio::spawn(server.serve());
+
+    let (status, start) = get(&format!("{base}/annotate/s1")).await;
+    assert!(status == 200 && start.contains("rater id"), "{start}");
+    let (status, page) = get(&format!("{base}/annotate/s1/rate?rater=ann")).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("s1-0001") && page.contains("ann: 0 of 2 rated") && page.contains("今天的晚霞很好看"));
+    assert!(!page.contains("openai:a") && !page.contains("/item/"), "blinded: no model and no link to the item");
+    assert!(page.contains("<script src=\"/view.js\"></script>"));
+    let criteria: Vec<String> =
+        page.split("class=\"score\" id=\"c-").skip(1).map(|rest| rest.split('"').next().unwrap().to_string()).collect();
+    assert!(criteria.len() >= 3, "the judge's rubric criteria: {criteria:?}");
+
+    let client = reqwest::Client::new();
+    let post = |form: Vec<(String, String)>| {
+        let client = client.clone();
+        let url = format!("{base}/annotate/s1/rate");
+        async move {
+            let r = client.post(url).form(&form).send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let mut form = vec![("rater".to_string(), "ann".to_string()), ("item".into(), "s1-0001".into())];
+    let bad: Vec<(String, String)> = form.iter().cloned().chain([(criteria[0].clone(), "11".to_string())]).collect();
+    let (status, page) = post(bad).await;
+    assert!(status == 400 && page.contains("whole number from 1 to 10"), "{page}");
+    form.extend(criteria.iter().map(|c| (c.clone(), "7".to_string())));
+    let (status, next) = post(form).await;
+    assert_eq!(status, 200, "redirected to the next item");
+    assert!(next.contains("s1-0002") && next.contains("ann: 1 of 2 rated"), "{next}");
+    // Resume: the same rater comes back to the item not rated yet; the ratings are in the store.
+    let (_, again) = get(&format!("{base}/annotate/s1/rate?rater=ann")).await;
+    assert!(again.contains("s1-0002"));
+    let stored = Store::open_read_only(&db).unwrap().human_ratings("s1").unwrap();
+    assert_eq!(stored.len(), criteria.len());
+    assert!(stored.iter().all(|r| r.rater == "ann" && r.item == "s1-0001" && r.value == 7.0));
+    let (_, progress) = get(&format!("{base}/annotate/s1")).await;
+    assert!(progress.contains(">ann<") && progress.contains(">1<"), "{progress}");
+
+    // Pairwise: the choice is stored as 1 (A), 0 (B) or 0.5 (tie).
+    let (_, pair) = get(&format!("{base}/annotate/p1/rate?rater=bo")).await;
+    assert!(pair.contains("p1-0001") && pair.contains("name=\"winner\" value=\"tie\""));
+    let r = client
+        .post(format!("{base}/annotate/p1/rate"))
+        .form(&[("rater", "bo"), ("item", "p1-0001"), ("winner", "A")])
+        .send()
+        .await
+        .unwrap();
+    assert!(r.text().await.unwrap().contains("rated every item"));
+    let stored = Store::open_read_only(&db).unwrap().human_ratings("p1").unwrap();
+    assert_eq!((stored.len(), stored[0].criterion.as_str(), stored[0].value), (1, "winner", 1.0));
+
+    // A bad rater id, an unknown set, and a post from another origin are refused.
+    let (status, _) = get(&format!("{base}/annotate/s1/rate?rater=%3Cx%3E")).await;
+    assert_eq!(status, 400);
+    let (status, page) = get(&format!("{base}/annotate/nope")).await;
+    assert!(status == 404 && page.contains("annotate export"));
+    let r = client
+        .post(format!("{base}/annotate/p1/rate"))
+        .header("Origin", "http://evil.example")
+        .form(&[("rater", "eve"), ("item", "p1-0001"), ("winner", "B")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    assert_eq!(Store::open_read_only(&db).unwrap().human_ratings("p1").unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unknown_annotation_set_stops_the_viewer_before_it_listens() {
+    let dir = TempDir::new().unwrap();
+    let db = store(dir.path());
+    let options = ViewOptions {
+        db,
+        index: None,
+        bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        port: 0,
+        require_token: false,
+        annotate: Some("missing".into()),
+    };
+    let e = prepare(&options, |_| {}).await.err().unwrap().to_string();
+    assert!(e.contains("no annotation set `missing`") && e.contains("annotate export"), "{e}");
 }

@@ -21,6 +21,10 @@ pub struct ViewArgs {
     /// The viewer's index (derived, rebuildable; the store itself is only read).
     #[arg(long, value_name = "FILE", help = "The viewer's index file [default: <db>.view]")]
     index: Option<PathBuf>,
+    /// Open the rating pages of this annotation set (made by `h2htalk annotate export`): people rate
+    /// its blinded items in the browser, each rating stored at once.
+    #[arg(long, value_name = "NAME")]
+    annotate: Option<String>,
 }
 
 pub fn run(args: ViewArgs) -> anyhow::Result<()> {
