@@ -34,6 +34,7 @@ pub fn run(args: ViewArgs) -> anyhow::Result<()> {
         bind: args.bind,
         port: args.port,
         require_token: false,
+        annotate: args.annotate,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
