@@ -5,6 +5,9 @@
 # them, and opens report.html in Debian's headless Chromium (fresh profile, no network) with
 # scripts/browser_test.py: no console errors, charts and viewer render, filtering and paging work.
 #
+# Then `h2htalk view` over the same store, driven in the same browser by scripts/browser_view_test.py:
+# filters, a Chinese search, paging, an item, side by side, rating three items, hostile markup.
+#
 # usage: scripts/browser-test.sh [OUT_DIR]   (OUT_DIR keeps the store, the report and screenshots)
 # Installs chromium with apt-get when missing (as root), and websockets and pillow from PyPI into
 # a venv ($H2HTALK_BROWSER_VENV, default ~/.cache/h2htalk/browser-venv).
@@ -55,3 +58,27 @@ kill "$SERVER" 2>/dev/null || true
 "$BIN/examples/synthetic_store" "$OUT/runs.db" --runs 16 --suite suites
 "$BIN/h2htalk" report --db "$OUT/runs.db" --out "$OUT/report"
 "$VENV/bin/python" scripts/browser_test.py "$OUT/report/report.html" --min-items 10000 --shots "$OUT/shots"
+
+# The viewer over the same store: an annotation set to rate, and one answer planted with markup
+# built to break out of HTML (written into this throwaway store directly, as a fixture).
+RUN1="$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select id from runs order by created_at, id limit 1").fetchone()[0])' "$OUT/runs.db")"
+"$BIN/h2htalk" annotate export --db "$OUT/runs.db" --name web --run "$RUN1" --limit 5 --out "$OUT/annotations" >/dev/null
+HOSTILE="$(python3 - "$OUT/runs.db" "$RUN1" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+sid = db.execute("select scenario_id from generations where run_id = ? and status = 'generated' order by scenario_id limit 1",
+                 (sys.argv[2],)).fetchone()[0]
+db.execute("update generations set text = ? where run_id = ? and scenario_id = ?",
+           ('</script><script>alert(1)</script><img src=x onerror=alert(2)> <a href="javascript:alert(3)">x</a>', sys.argv[2], sid))
+db.commit()
+print(f"/item/{sys.argv[2]}/{sid}")
+PY
+)"
+rm -f "$OUT/runs.db.view" "$OUT/runs.db.view-wal" "$OUT/runs.db.view-shm"
+"$BIN/h2htalk" view --db "$OUT/runs.db" --port 0 >"$OUT/view.out" 2>"$OUT/view.err" &
+VIEW=$!
+trap 'kill "$SERVER" "$VIEW" 2>/dev/null || true' EXIT
+for _ in $(seq 600); do grep -q "http://" "$OUT/view.out" && break; kill -0 "$VIEW" || { cat "$OUT/view.err"; exit 1; }; sleep 0.2; done
+VIEW_URL="$(grep -o 'http://[^ ]*' "$OUT/view.out" | head -n1)"
+"$VENV/bin/python" scripts/browser_view_test.py "$VIEW_URL" "$OUT/runs.db" web "$HOSTILE" --shots "$OUT/shots"
+kill "$VIEW" 2>/dev/null || true

@@ -200,6 +200,41 @@ def check_assessments(cdp, lb, shots):
     screenshot_ok(shots / "assessments.png", "assessments")
 
 
+def launch(chromium, shots, loopback=False):
+    """Starts headless Chromium (fresh profile, every host name unresolvable, every request sent to
+    a dead proxy; with `loopback`, requests to this machine go direct) and returns the process, a
+    DevTools connection to its page and the profile folder."""
+    profile = tempfile.mkdtemp(prefix="h2htalk-chromium-")
+    cmd = [
+        chromium, "--headless=new", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+        "--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-default-apps", "--metrics-recording-only", "--mute-audio",
+        "--host-resolver-rules=MAP * ~NOTFOUND" + (", EXCLUDE 127.0.0.1" if loopback else ""), "--proxy-server=127.0.0.1:9",
+        *([] if loopback else ["--proxy-bypass-list=<-loopback>"]),
+        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank",
+    ]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--no-sandbox")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(shots / "chromium.log", "w"))
+    port_file = pathlib.Path(profile) / "DevToolsActivePort"
+    deadline = time.time() + 60
+    while not (port_file.exists() and port_file.read_text().strip()):
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            log = (shots / "chromium.log").read_text(errors="replace").splitlines()
+            key = [line for line in log if "FATAL" in line or "No space" in line] or log[-5:]
+            raise SystemExit(f"chromium did not start (see {shots / 'chromium.log'}):\n" + "\n".join(key))
+        time.sleep(0.2)
+    port = port_file.read_text().split()[0]
+    targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
+    page = next(t for t in targets if t["type"] == "page")
+    cdp = Cdp(page["webSocketDebuggerUrl"])
+    for domain in ["Page", "Runtime", "Log", "Network"]:
+        cdp.call(f"{domain}.enable")
+    cdp.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    return proc, cdp, profile
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("report")
@@ -216,40 +251,22 @@ def main():
     items = tr["items"]
     F = {f: i for i, f in enumerate(tr["fields"])}
     check(f"report holds at least {args.min_items} items", len(items) >= args.min_items, f"{len(items)} items")
-    check("no http(s) reference in the HTML", re.search(r'(src|href)\s*=\s*["\']?\s*(https?:)?//', html) is None
+    # (The template engine writes "/" in attributes as "&#x2f;": read it back before looking.)
+    plain = html.replace("&#x2f;", "/")
+    check("no http(s) resource in the HTML", re.search(r'src\s*=\s*["\']?\s*(https?:)?//', plain) is None
+          and re.search(r'<link[^>]*href\s*=\s*["\']?\s*(https?:)?//', plain) is None
           and "@import" not in html and "url(http" not in html)
+    links = re.findall(r'<a [^>]*href\s*=\s*["\']?\s*((?:https?:)?//[^"\' >]*)', plain)
+    check("every link off the page opens h2htalk view on this machine",
+          bool(links) and all(link.startswith("http://127.0.0.1:8765/") for link in links),
+          f"{len(links)} links, e.g. {[l for l in links if not l.startswith('http://127.0.0.1:8765/')][:3]}")
 
     shots = pathlib.Path(args.shots or tempfile.mkdtemp(prefix="h2htalk-shots-"))
     shots.mkdir(parents=True, exist_ok=True)
-    profile = tempfile.mkdtemp(prefix="h2htalk-chromium-")
-    cmd = [
-        args.chromium, "--headless=new", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-        "--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-default-apps", "--metrics-recording-only", "--mute-audio",
-        "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank",
-    ]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--no-sandbox")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(shots / "chromium.log", "w"))
+    proc, cdp, profile = launch(args.chromium, shots)
     try:
-        port_file = pathlib.Path(profile) / "DevToolsActivePort"
-        deadline = time.time() + 60
-        while not (port_file.exists() and port_file.read_text().strip()):
-            if proc.poll() is not None or time.time() > deadline:
-                log = (shots / "chromium.log").read_text(errors="replace").splitlines()
-                key = [line for line in log if "FATAL" in line or "No space" in line] or log[-5:]
-                raise SystemExit(f"chromium did not start (see {shots / 'chromium.log'}):\n" + "\n".join(key))
-            time.sleep(0.2)
-        port = port_file.read_text().split()[0]
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
-        page = next(t for t in targets if t["type"] == "page")
-        cdp = Cdp(page["webSocketDebuggerUrl"])
-        for domain in ["Page", "Runtime", "Log", "Network"]:
-            cdp.call(f"{domain}.enable")
         cdp.call("Network.emulateNetworkConditions",
                  {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
-        cdp.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
         t0 = time.time()
         cdp.call("Page.navigate", {"url": report.as_uri()})
         ready = None

@@ -190,6 +190,7 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
         .route("/diff", get(pages::diff))
         .route("/view.css", get(pages::style))
         .route("/view.js", get(pages::script))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/annotate/{set}", get(rate::start))
         .route("/annotate/{set}/rate", get(rate::rate).post(rate::save))
         .fallback(pages::not_found)
@@ -280,7 +281,9 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
         ),
     );
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // Not `no-referrer`: under it a browser sends `Origin: null` with the rating form's POST, which
+    // the origin check must refuse.
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     if let Some(c) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
         h.insert(header::SET_COOKIE, c);
     }

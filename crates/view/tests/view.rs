@@ -200,6 +200,8 @@ async fn people_rate_a_set_item_by_item_and_resume() {
     assert!(page.contains("s1-0001") && page.contains("ann: 0 of 2 rated") && page.contains("今天的晚霞很好看"));
     assert!(!page.contains("openai:a") && !page.contains("/item/"), "blinded: no model and no link to the item");
     assert!(page.contains("<script src=\"/view.js\"></script>"));
+    let r = reqwest::get(format!("{base}/annotate/s1")).await.unwrap();
+    assert_eq!(r.headers()["referrer-policy"], "same-origin");
     let criteria: Vec<String> =
         page.split("class=\"score\" id=\"c-").skip(1).map(|rest| rest.split('"').next().unwrap().to_string()).collect();
     assert!(criteria.len() >= 3, "the judge's rubric criteria: {criteria:?}");
@@ -218,7 +220,15 @@ async fn people_rate_a_set_item_by_item_and_resume() {
     let (status, page) = post(bad).await;
     assert!(status == 400 && page.contains("whole number from 1 to 10"), "{page}");
     form.extend(criteria.iter().map(|c| (c.clone(), "7".to_string())));
-    let (status, next) = post(form).await;
+    // As a browser posts the form: with its own origin (a `no-referrer` policy would make it `null`).
+    let r = client
+        .post(format!("{base}/annotate/s1/rate"))
+        .header("Origin", base.clone())
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    let (status, next) = (r.status().as_u16(), r.text().await.unwrap().replace("&#x2f;", "/"));
     assert_eq!(status, 200, "redirected to the next item");
     assert!(next.contains("s1-0002") && next.contains("ann: 1 of 2 rated"), "{next}");
     // Resume: the same rater comes back to the item not rated yet; the ratings are in the store.
