@@ -235,6 +235,19 @@ def launch(chromium, shots, loopback=False):
     return proc, cdp, profile
 
 
+def close(proc, cdp, profile):
+    """Closes the browser (killing it if it will not go) and removes its profile."""
+    try:
+        cdp.call("Browser.close", timeout=10)
+    except Exception:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("report")
@@ -494,16 +507,8 @@ def main():
                     requests.append(url)
         check("no console errors, warnings or exceptions", not errors, "; ".join(errors[:5]))
         check("no network request", not requests, ", ".join(requests[:5]))
-        try:
-            cdp.call("Browser.close", timeout=10)
-        except Exception:
-            pass
     finally:
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(profile, ignore_errors=True)
+        close(proc, cdp, profile)
     print(f"screenshots in {shots}")
     print(f"browser test: {len(PASSED)} passed, {len(FAILURES)} failed")
     return 1 if FAILURES else 0

@@ -13,12 +13,11 @@ import base64
 import pathlib
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 
-from browser_test import FAILURES, PASSED, check, launch, screenshot_ok
+from browser_test import FAILURES, PASSED, check, close, launch, screenshot_ok
 
 
 def main():
@@ -171,15 +170,7 @@ def main():
                   or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
         check("no console errors or exceptions", not errors, str(errors[:3]))
     finally:
-        try:
-            cdp.call("Browser.close", timeout=10)
-        except Exception:
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(profile, ignore_errors=True)
+        close(proc, cdp, profile)
     print(f"screenshots in {shots}")
     print(f"viewer browser test: {len(PASSED)} passed, {len(FAILURES)} failed")
     return 1 if FAILURES else 0

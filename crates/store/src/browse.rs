@@ -199,8 +199,11 @@ impl ViewIndex {
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn =
-            Connection::open_with_flags(path, flags).map_err(|e| err(format!("cannot open the view index: {e}")))?;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| {
+            err(format!(
+                "cannot open the view index: {e}; where this folder cannot be written, give `--index FILE` elsewhere"
+            ))
+        })?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(|e| err(e.to_string()))?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
             .map_err(|e| err(e.to_string()))?;

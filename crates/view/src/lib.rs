@@ -13,6 +13,7 @@
 //! - `/` runs and sweeps;
 //! - `/items?run=RUN&task=TASK&q=TEXT&sort=METRIC&desc=1&...` items (see [`pages::ItemsQuery`]);
 //! - `/item/RUN/SCENARIO` one item;
+//! - `/sim/RUN` a run's simulated conversations, session by session;
 //! - `/side?runs=RUN_A,RUN_B&task=TASK&scenario=SCENARIO` one scenario, run beside run;
 //! - `/diff?a=RUN_A&b=RUN_B&metric=METRIC` the scenarios two runs share, largest difference first;
 //! - `/annotate/SET` rating an annotation set by people ([`rate`]).
@@ -187,6 +188,7 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
         .route("/items", get(pages::items))
         .route("/item/{run}/{scenario}", get(pages::item))
         .route("/side", get(pages::side))
+        .route("/sim/{run}", get(pages::simulations))
         .route("/diff", get(pages::diff))
         .route("/view.css", get(pages::style))
         .route("/view.js", get(pages::script))

@@ -16,7 +16,8 @@ use crate::App;
 /// Rows per page of a listing.
 pub const PAGE: usize = 50;
 
-const TEMPLATES: [(&str, &str); 9] = [
+const TEMPLATES: [(&str, &str); 10] = [
+    ("sim.html", include_str!("../templates/sim.html")),
     ("annotate.html", include_str!("../templates/annotate.html")),
     ("rate.html", include_str!("../templates/rate.html")),
     ("base.html", include_str!("../templates/base.html")),
@@ -91,6 +92,7 @@ pub async fn runs(State(app): State<Arc<App>>) -> Response {
         Err(e) => return failed(&app, e),
     };
     let sweeps = store.sweeps().unwrap_or_default();
+    let simulations = store.simulation_counts().unwrap_or_default();
     drop(store);
     let counts = app.facets.lock().unwrap_or_else(|e| e.into_inner()).runs.clone();
     let rows: Vec<Value> = runs
@@ -101,6 +103,7 @@ pub async fn runs(State(app): State<Arc<App>>) -> Response {
                 id => r.id, created_at => r.created_at, status => r.status.as_str(), model => r.spec.model_id.to_string(),
                 sap => r.spec.sap.mode.as_str(), suite => r.spec.suite.name.clone().unwrap_or_else(|| r.spec.suite.fingerprint.clone()),
                 protocol => r.spec.protocol().fingerprint(), items => c.0, failed => c.1, pending => c.2,
+                simulations => simulations.get(&r.id).copied().unwrap_or(0),
             }
         })
         .collect();
@@ -484,4 +487,36 @@ pub async fn diff(
         })
         .collect();
     render(&app, "diff.html", context! { db => app.db, a => q.a, b => q.b, metric, metrics, rows })
+}
+
+/// `/sim/RUN`: the run's simulated conversations, session by session: each turn's user message,
+/// the state the simulated user reported and the companion's answer; the memories shown and what
+/// the companion made of them; the facts probed and whether they were recalled; the hidden and the
+/// changed need and whether they were met.
+pub async fn simulations(State(app): State<Arc<App>>, Path(run): Path<String>) -> Response {
+    let store = app.store.lock().unwrap_or_else(|e| e.into_inner());
+    let row = match store.run(&run) {
+        Ok(Some(r)) => r,
+        Ok(None) => return error_page(&app, StatusCode::NOT_FOUND, &format!("no run `{run}` in this store")),
+        Err(e) => return failed(&app, e),
+    };
+    let sims = match store.simulations(&run) {
+        Ok(s) => s,
+        Err(e) => return failed(&app, e),
+    };
+    drop(store);
+    let sims: Vec<Value> = sims
+        .iter()
+        .map(|s| {
+            context! {
+                sim => Value::from_serialize(s), outcome => s.outcome.as_str(), needs => s.needs.as_str(),
+                states => s.states(), change => s.state_change().map(|c| format!("{c:+}")),
+            }
+        })
+        .collect();
+    render(
+        &app,
+        "sim.html",
+        context! { db => app.db, run, model => row.spec.model_id.to_string(), sap => row.spec.sap.mode.as_str(), sims },
+    )
 }

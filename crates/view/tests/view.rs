@@ -284,3 +284,41 @@ async fn an_unknown_annotation_set_stops_the_viewer_before_it_listens() {
     let e = prepare(&options, |_| {}).await.err().unwrap().to_string();
     assert!(e.contains("no annotation set `missing`") && e.contains("annotate export"), "{e}");
 }
+
+/// A run's simulated conversations: listed on the runs page, shown session by session with the
+/// reported states, the facts probed and recalled, and the needs' outcome.
+#[tokio::test]
+async fn simulated_conversations_session_by_session() {
+    let dir = TempDir::new().unwrap();
+    let db = store(dir.path());
+    {
+        let mut s = Store::open(&db).unwrap();
+        let sim = h2htalk_testkit::simulation(
+            0,
+            "zh-secure-01",
+            h2htalk_store::SimulationOutcome::Completed,
+            &[&[2, 3], &[3, 4]],
+            &[
+                ("fav_food", Some("same_session"), true, Some(true)),
+                ("pet_name", Some("three_sessions"), true, Some(false)),
+            ],
+            Some((true, false)),
+        );
+        s.put_simulation("a", &sim).unwrap();
+    }
+    let (base, _) = start(&db, false).await;
+    let (_, home) = get(&format!("{base}/")).await;
+    assert!(home.contains("/sim/a\">1 simulated"), "{home}");
+    let (status, page) = get(&format!("{base}/sim/a")).await;
+    assert_eq!(status, 200);
+    for want in ["zh-secure-01", "2 → 3 → 3 → 4", "(change +2)", "fav_food", "pet_name", "Session 1", "Session 2"]
+    {
+        assert!(page.contains(want), "the conversations page lacks {want}");
+    }
+    assert!(page.contains("<tr><th>hidden need met</th><td>yes</td></tr>"));
+    assert!(page.contains("<tr><th>changed need met</th><td>no</td></tr>"));
+    let (status, empty) = get(&format!("{base}/sim/b")).await;
+    assert!(status == 200 && empty.contains("no simulated conversations"));
+    let (status, _) = get(&format!("{base}/sim/nope")).await;
+    assert_eq!(status, 404);
+}
