@@ -105,6 +105,10 @@
     head.appendChild(el('span', null, T.tasks[A[F.task]]));
     head.appendChild(el('span', null, A[F.lang]));
     if (state.metric) { head.appendChild(el('span', null, state.metric + ' B − A ' + fmt(p.diff))); }
+    var open = el('a', 'view', 'side by side in h2htalk view ↗');
+    open.href = T.view + '/side?runs=' + encodeURIComponent(ra.id + ',' + rb.id) + '&task=' +
+      encodeURIComponent(T.tasks[A[F.task]]) + '&scenario=' + encodeURIComponent(A[F.scenario_id]);
+    head.appendChild(open);
     c.appendChild(head);
     var texts = el('div', 'texts three');
     texts.appendChild(answerBox('A: ' + ra.key + ' · ' + ra.label, A, lang));

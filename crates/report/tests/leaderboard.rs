@@ -300,4 +300,13 @@ fn a_report_made_with_deferred_texts_is_the_one_made_with_every_text() {
         assert!(written.contains(&format!("href=\"{}/items?run={run}\"", render::VIEW_URL)), "{run}");
     }
     assert!(written.contains(&format!("\"view\":\"{}\"", render::VIEW_URL)));
+    // ... each sub-task row of the heat map and of each run's table, and the SAP on/off pair.
+    let v = render::VIEW_URL;
+    for link in [
+        format!("href=\"{v}/items?task=dialogue_base\""),
+        format!("href=\"{v}/items?run=r1&amp;task=recollection_refine\""),
+        format!("href=\"{v}/diff?a=r1&amp;b=r2&amp;metric=composite\""),
+    ] {
+        assert!(written.contains(&link), "no {link}");
+    }
 }

@@ -207,6 +207,23 @@ fn tag_tables_are_equal_in_json_and_html_and_a_changed_suite_makes_tags_unavaila
     // The tagged run: measures, group means computed here independently.
     let tagged = run("tagged");
     assert_eq!(tagged["available"], true);
+    // Each of its tag rows opens those items in `h2htalk view`, under the names the viewer's
+    // filter uses (`scenario_tags`: the report's group names).
+    let plain = html.replace("&#x2f;", "/");
+    for g in tagged["groups"].as_array().unwrap() {
+        let name = g["group"].as_str().unwrap().replace(':', "%3A");
+        let link = format!("/items?run=tagged&amp;tag={name}\"");
+        assert!(plain.contains(&link), "no link {link}");
+    }
+    let names: std::collections::BTreeSet<String> =
+        h2htalk_report::load::tags::scenario_tags(&store.run("tagged").unwrap().unwrap().spec)
+            .unwrap()
+            .into_values()
+            .flatten()
+            .collect();
+    for g in tagged["groups"].as_array().unwrap() {
+        assert!(names.contains(g["group"].as_str().unwrap()), "the viewer knows the tag {}", g["group"]);
+    }
     assert_eq!(
         tagged["measures"],
         json!([

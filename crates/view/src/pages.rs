@@ -229,16 +229,11 @@ impl ItemsQuery {
     }
 }
 
-/// Percent-encodes a query value.
+/// Percent-encodes a query value or a path segment (everything but letters, digits and `-_.~`).
 pub fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    const KEEP: &percent_encoding::AsciiSet =
+        &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+    percent_encoding::utf8_percent_encode(s, KEEP).to_string()
 }
 
 /// `/items`: the filtered, sorted, paged listing.

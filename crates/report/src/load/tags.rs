@@ -278,9 +278,10 @@ pub fn simulation_figures(sims: &[Simulation]) -> Vec<SimulationFigures> {
         .collect()
 }
 
-/// Each scenario's tags as names (`implicit_need`, `changing_need`, `multi_session`,
-/// `emotion:NAME`), read from the suite a run was made with (`spec.suite`); an error when it cannot
-/// be read or has changed since (another fingerprint). The viewer filters by them.
+/// Each scenario's tags as the report's tag tables name them (`implicit_need` or `explicit_need`,
+/// `changing_need` or `stable_need`, `multi_session` or `single_session`, `emotion:NAME`), read from
+/// the suite a run was made with (`spec.suite`); an error when it cannot be read or has changed
+/// since (another fingerprint). The viewer filters by them, and the report's tag rows link to that.
 pub fn scenario_tags(spec: &h2htalk_store::RunSpec) -> Result<BTreeMap<String, Vec<String>>, String> {
     let (fingerprint, label, tags, _) = read_suite_tags(spec.suite.dir.as_deref(), spec.suite.references.as_deref())?;
     if fingerprint != spec.suite.fingerprint {
@@ -288,18 +289,6 @@ pub fn scenario_tags(spec: &h2htalk_store::RunSpec) -> Result<BTreeMap<String, V
     }
     Ok(tags
         .iter()
-        .map(|(id, t)| {
-            let mut names: Vec<String> = [
-                (t.implicit_need, "implicit_need"),
-                (t.changing_need, "changing_need"),
-                (t.multi_session, "multi_session"),
-            ]
-            .into_iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, n)| n.to_string())
-            .collect();
-            names.extend(t.emotions.iter().map(|e| format!("emotion:{e}")));
-            (id.clone(), names)
-        })
+        .map(|(id, t)| (id.clone(), crate::compute::tags::groups_of(t).into_iter().map(|(g, _)| g).collect()))
         .collect())
 }

@@ -580,7 +580,10 @@ pub fn to_html_showing(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Sho
     let sap: Vec<Value> = lb
         .sap
         .iter()
-        .map(|s| json!({"model": s.model, "on": key_of(&s.on), "off": key_of(&s.off), "rows": s.comparisons.iter().map(cmp).collect::<Vec<_>>()}))
+        .map(|s| {
+            json!({"model": s.model, "on": key_of(&s.on), "off": key_of(&s.off), "on_run": s.on, "off_run": s.off,
+                        "rows": s.comparisons.iter().map(cmp).collect::<Vec<_>>()})
+        })
         .collect();
     let assessments = assessments_view(lb);
     let lb_json = escape_script_json(&serde_json::to_string(lb).expect("the leaderboard serialises"));

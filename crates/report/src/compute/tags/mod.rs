@@ -32,7 +32,8 @@ use crate::load::tags::{RunTagData, SAFETY_PREFIX};
 use simulator::simulator_tags;
 pub use simulator::*;
 pub use types::*;
-use types::{FIXED_GROUPS, groups_of};
+pub(crate) use types::groups_of;
+use types::FIXED_GROUPS;
 
 /// The breakdown and differences of one run's `items` over `measures`. `seed_label` (the run id)
 /// seeds the resampling streams, so a run's figures do not change when other runs are added.
