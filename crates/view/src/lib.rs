@@ -100,6 +100,9 @@ pub(crate) struct App {
     pub templates: minijinja::Environment<'static>,
     /// Why some runs' tags are not shown (their suite cannot be read or changed).
     pub tag_notes: Mutex<Vec<String>>,
+    /// Each suite's tags, read once: a suite is read (thousands of scenarios) when the viewer
+    /// first meets it, not on every refresh while a run is writing to the store.
+    pub suite_tags: Mutex<SuiteTags>,
     /// What the filters offer, computed when the index changes (not on every page).
     pub facets: Mutex<Facets>,
 }
@@ -143,7 +146,8 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
     let mut index = ViewIndex::open(&options.db, &index_path)?;
     progress(&format!("indexing {} (index: {})", options.db.display(), index_path.display()));
     index.store_changed()?;
-    let (notes, _) = refresh(&store, &mut index)?;
+    let mut suite_tags = SuiteTags::default();
+    let (notes, _) = refresh(&store, &mut index, &mut suite_tags)?;
     let facets = Facets::of(&index)?;
     let token = (options.require_token || !options.bind.is_loopback()).then(new_token).transpose()?;
     let addr = SocketAddr::new(options.bind, options.port);
@@ -158,6 +162,7 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
         bind: options.bind,
         templates: pages::templates(),
         tag_notes: Mutex::new(notes),
+        suite_tags: Mutex::new(suite_tags),
         facets: Mutex::new(facets),
     });
     // New rows (a run still going, a resumed one) reach the index every few seconds.
@@ -173,7 +178,8 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
                 if !index.store_changed().unwrap_or(true) {
                     return;
                 }
-                if let Ok((notes, changed)) = refresh(&store, &mut index) {
+                let mut suite_tags = app.suite_tags.lock().unwrap_or_else(|e| e.into_inner());
+                if let Ok((notes, changed)) = refresh(&store, &mut index, &mut suite_tags) {
                     *app.tag_notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
                     if changed && let Ok(f) = Facets::of(&index) {
                         *app.facets.lock().unwrap_or_else(|e| e.into_inner()) = f;
@@ -205,24 +211,35 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
     Ok(Server { addr, token, start, listener, app: router })
 }
 
+/// Each suite's scenario tags (or why they cannot be read), by the suite reference of the runs.
+pub(crate) type SuiteTags =
+    std::collections::BTreeMap<String, Result<std::collections::BTreeMap<String, Vec<String>>, String>>;
+
 /// Indexes what changed in the store; returns why some runs carry no tags, and whether anything
-/// changed.
-fn refresh(store: &Store, index: &mut ViewIndex) -> Result<(Vec<String>, bool), ViewError> {
+/// changed. A suite not met before is read into `by_suite`.
+fn refresh(store: &Store, index: &mut ViewIndex, by_suite: &mut SuiteTags) -> Result<(Vec<String>, bool), ViewError> {
     let runs = store.runs()?;
-    let mut notes = Vec::new();
-    let mut by_suite: std::collections::BTreeMap<String, Result<_, String>> = Default::default();
-    let mut tags = Vec::with_capacity(runs.len());
+    let key = |r: &h2htalk_store::RunRow| serde_json::to_string(&r.spec.suite).unwrap_or_default();
     for r in &runs {
-        let key = serde_json::to_string(&r.spec.suite).unwrap_or_default();
-        let t = by_suite.entry(key).or_insert_with(|| h2htalk_report::load::tags::scenario_tags(&r.spec)).clone();
-        tags.push(t.unwrap_or_else(|why| {
-            notes.push(format!("{}: {why}", r.id));
-            Default::default()
-        }));
+        by_suite.entry(key(r)).or_insert_with(|| h2htalk_report::load::tags::scenario_tags(&r.spec));
     }
+    let none = std::collections::BTreeMap::new();
+    let mut notes = Vec::new();
     let models: Vec<String> = runs.iter().map(|r| r.spec.model_id.to_string()).collect();
-    let given: Vec<RunTags> =
-        runs.iter().zip(&tags).zip(&models).map(|((r, t), m)| RunTags { run_id: &r.id, model: m, tags: t }).collect();
+    let given: Vec<RunTags> = runs
+        .iter()
+        .zip(&models)
+        .map(|(r, m)| {
+            let tags = match &by_suite[&key(r)] {
+                Ok(t) => t,
+                Err(why) => {
+                    notes.push(format!("{}: {why}", r.id));
+                    &none
+                }
+            };
+            RunTags { run_id: &r.id, model: m, tags }
+        })
+        .collect();
     let done = index.refresh(&given)?;
     Ok((notes, done.runs_indexed + done.runs_dropped > 0))
 }
