@@ -188,12 +188,12 @@ fn two_processes_share_one_database() {
     assert_ne!(a["run_id"], b["run_id"]);
     for out in [&a, &b] {
         assert_eq!(out["status"], "complete", "{out}");
-        assert_eq!((out["items"].as_u64(), out["generated"].as_u64()), (Some(870), Some(870)));
+        assert_eq!((out["items"].as_u64(), out["generated"].as_u64()), (Some(914), Some(914)));
         let run = stored_run(&db, out["run_id"].as_str().unwrap());
-        assert_eq!((run.generations.len(), run.scores.len(), run.status.as_str()), (870, 870, "complete"));
+        assert_eq!((run.generations.len(), run.scores.len(), run.status.as_str()), (914, 914, "complete"));
     }
     assert_eq!(integrity(&db), "ok");
-    eprintln!("store: 2 processes wrote 2 runs of 870 items into one database at once; both complete, integrity ok");
+    eprintln!("store: 2 processes wrote 2 runs of 914 items into one database at once; both complete, integrity ok");
 }
 
 /// Makes `dir` read-only for the test's processes: a read-only remount of a tmpfs when root

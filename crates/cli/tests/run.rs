@@ -124,7 +124,7 @@ fn faults_are_retried_or_recorded_as_failures_never_as_answers() {
     let db = dir.path().join("runs.db");
     let out = json_run(&server, &db, &["--safety"]);
     let items = out["items"].as_u64().unwrap();
-    assert_eq!(items, 870);
+    assert_eq!(items, 914);
     assert_eq!(out["generated"].as_u64().unwrap() + out["failed"].as_u64().unwrap(), items, "{out}");
     assert!(out["failed"].as_u64().unwrap() > 0, "content_filter answers are failures: {out}");
     assert_eq!(out["scored"], out["generated"]);
@@ -150,9 +150,9 @@ fn faults_are_retried_or_recorded_as_failures_never_as_answers() {
     let run_id = out["run_id"].as_str().unwrap();
     let before = out["generated"].as_u64().unwrap();
     let again = json_run(&server, &db, &["--resume", run_id, "--retry-failed"]);
-    assert_eq!(again["items"], 870);
+    assert_eq!(again["items"], 914);
     assert!(again["generated"].as_u64().unwrap() >= before);
-    assert_eq!(again["generated"].as_u64().unwrap() + again["failed"].as_u64().unwrap(), 870);
+    assert_eq!(again["generated"].as_u64().unwrap() + again["failed"].as_u64().unwrap(), 914);
 }
 
 /// A small seeded generator for the kill points (xorshift64*).

@@ -19,7 +19,7 @@ fn ok(out: Output) -> String {
 #[test]
 fn suite_check_prints_counts_coverage_and_fingerprint() {
     let text = ok(h2htalk(&["suite", "check", suite_dir().to_str().unwrap()]));
-    assert!(text.contains(": ok, 870 scenarios, 4 personas"), "{text}");
+    assert!(text.contains(": ok, 914 scenarios, 4 personas"), "{text}");
     let row = text.lines().find(|l| l.starts_with("safety set")).unwrap();
     assert_eq!(row.split_whitespace().nth(2), Some("66"), "{row}");
     assert_eq!(row.split_whitespace().nth(3), Some("66"), "{row}");
