@@ -394,6 +394,119 @@ fn judge_simulator_safety_and_format_checks_are_reported_with_their_failures() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--simulator"));
 }
 
+/// `--memory`: the memory suite's probes in both history modes, read by the rules and the judge;
+/// the per-type table lands in `run --json`, `runs show` and the report; a resumed run with
+/// `--memory` asks nothing again; a suite without a memory suite is refused before anything runs.
+#[test]
+fn memory_suite_runs_in_both_modes_and_is_reported_per_type() {
+    let rt = runtime();
+    // The companion holds the surgeon's name; the judge scores that reply and calls the rest prose.
+    let companion = rt
+        .block_on(TestServer::start(
+            ServerConfig {
+                script: vec![("Neither of us can remember his name".into(), "It was Dr. Okonkwo.".into())],
+                ..Default::default()
+            },
+            0,
+        ))
+        .unwrap();
+    let script = vec![(
+        "It was Dr. Okonkwo.".to_string(),
+        r#"{"score": 8, "invented": false, "invented_fact": "", "reason": "right"}"#.to_string(),
+    )];
+    let judge = rt.block_on(TestServer::start(ServerConfig { script, ..Default::default() }, 0)).unwrap();
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("runs.db");
+    let judge_url = judge.base_url();
+    let args =
+        ["--tasks", "dialogue_base", "--limit", "1", "--memory", "--memory-limit", "1", "--judge", "openai:judge"];
+    let mut with_judge = args.to_vec();
+    with_judge.extend_from_slice(&["--judge-base-url", &judge_url]);
+    let out = json_run(&companion, &db, &with_judge);
+    let run_id = out["run_id"].as_str().unwrap().to_string();
+    let m = &out["assessment"]["memory"];
+    assert_eq!(m["status"], "run", "{m}");
+    let modes: Vec<&str> = m["modes"].as_array().unwrap().iter().map(|x| x["mode"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["given", "own"]);
+    let given = &m["modes"][0]["rows"];
+    let kinds: Vec<&str> = given.as_array().unwrap().iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["single_session", "cross_session", "temporal", "knowledge_update", "abstention", "all"]);
+    assert_eq!((given[0]["correct"]["k"].as_u64(), given[0]["judge"]["mean"].as_f64()), (Some(1), Some(8.0)));
+    let all = &given[5];
+    assert_eq!(
+        (all["probes"].as_u64(), all["failed"].as_u64(), all["correct"]["k"].as_u64()),
+        (Some(5), Some(0), Some(1))
+    );
+    // The echoing companion neither abstains nor is read by the judge on the abstention probe: the
+    // rules count it as an invented memory.
+    assert_eq!((given[4]["invented"]["k"].as_u64(), given[4]["invented"]["n"].as_u64()), (Some(1), Some(1)));
+    let show: Value =
+        serde_json::from_slice(&h2htalk(&["runs", "show", &run_id, "--db", db.to_str().unwrap(), "--json"]).stdout)
+            .unwrap();
+    assert_eq!(out["assessment"], show["assessments"], "run --json and runs show disagree");
+    let html = std::fs::read_to_string(Path::new(out["report"].as_str().unwrap())).unwrap();
+    assert!(html.contains("Long-horizon memory"), "the report shows the memory table");
+    // The run's one reference was looked at with the SAP rules: a group per sub-task, and overall.
+    let groups = &out["assessment"]["reference_sap"]["groups"];
+    assert_eq!(
+        (groups[0]["group"].as_str(), groups[0]["items"].as_u64()),
+        (Some("dialogue_base"), Some(1)),
+        "{groups}"
+    );
+    assert_eq!(groups[1]["group"], "overall");
+
+    // Resumed with --memory: every reply is stored, so the companion is asked nothing more.
+    let before = companion.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
+    let resumed = json_run(&companion, &db, &["--resume", &run_id, "--memory", "--memory-limit", "1"]);
+    let after = companion.counters.requests.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(after, before, "a resumed run asks no probe again");
+    assert_eq!(resumed["assessment"]["memory"]["modes"][0]["rows"][5]["probes"], 5);
+
+    // A suite without memory/ is refused before anything runs.
+    let bare = dir.path().join("bare");
+    std::fs::create_dir_all(bare.join("scenarios")).unwrap();
+    for part in ["personas", "templates", "sap", "judge", "rules"] {
+        copy_dir(&Path::new(&suite()).join(part), &bare.join(part));
+    }
+    std::fs::copy(
+        Path::new(&suite()).join("scenarios/dialogue_base.jsonl"),
+        bare.join("scenarios/dialogue_base.jsonl"),
+    )
+    .unwrap();
+    let url = companion.base_url();
+    let refused = h2htalk(&[
+        "run",
+        "--model",
+        "openai:test",
+        "--base-url",
+        &url,
+        "--suite",
+        bare.to_str().unwrap(),
+        "--tasks",
+        "dialogue_base",
+        "--limit",
+        "1",
+        "--memory",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("no memory suite (memory/)"), "{err}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(path.file_name().unwrap()));
+        } else {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
 /// `--redact` masks personal data in what a run stores and exports; the setting is recorded. Every
 /// kind the redactor knows (phone, e-mail, identity number, bank card) is checked in every file a
 /// redacted run writes (the store with its -wal and -shm files, the export, the report in HTML,

@@ -11,12 +11,15 @@
 //! - [`validity`]: a check of the judge without human labels: references against degraded copies.
 //! - [`simulator`]: multi-session conversations with a simulated user whose memories the model under
 //!   test writes itself ([`simulate`]).
+//! - [`memory`]: the memory suite's probes answered by the model under test with the history given
+//!   or with its own memories, read by rules and the judge ([`memory_run`]).
 //!
 //! A judge or simulator failure is recorded with its reason and counted; it never becomes a score.
 
 pub mod ask;
 pub mod checks;
 pub mod judge;
+pub mod memory;
 pub mod pairwise;
 pub mod safety;
 pub mod simulator;
@@ -29,8 +32,9 @@ pub use ask::{AskFailure, JudgeHandle, JudgeSettings};
 pub use checks::{CheckResult, ItemChecks, check_answer, check_run};
 pub use h2htalk_data::suite::profiles::{UserProfile, load_profiles};
 pub use judge::{JudgeReport, judge_run};
+pub use memory::{MemorySetup, memory_run};
 pub use pairwise::{PairwiseReport, pairwise_run};
-pub use safety::{SafetyReport, safety_run};
+pub use safety::{SafetyReport, reference_sap_run, safety_run};
 pub use simulator::{SimulationResult, SimulationSetup, simulate};
 pub use texts::JudgeTexts;
 pub use validity::{ValidityRun, validity_run};

@@ -119,11 +119,26 @@ fn memory_prompt(
     sap: SapMode,
     history: &[Turn],
 ) -> Result<Vec<ChatMessage>> {
+    let id = format!("simulator:{}", profile.id);
+    notes_prompt(suite, prompts, &id, &profile.companion_persona, profile.lang, sap, history)
+}
+
+/// The `recollection_synthesize` prompt of one session's `history`, as the runner renders it for
+/// a scenario `id` of that sub-task: how the companion writes its own memories after a session.
+pub(crate) fn notes_prompt(
+    suite: &Suite,
+    prompts: &Prompts,
+    id: &str,
+    persona: &str,
+    lang: Lang,
+    sap: SapMode,
+    history: &[Turn],
+) -> Result<Vec<ChatMessage>> {
     let scenario = Scenario {
-        id: format!("simulator:{}", profile.id),
+        id: id.to_string(),
         task: Task::RecollectionSynthesize,
-        persona: profile.companion_persona.clone(),
-        lang: profile.lang,
+        persona: persona.to_string(),
+        lang,
         inputs: Inputs::History { sessions: Vec::new(), date: None, history: history.to_vec() },
         reference: String::new(),
         official: None,
@@ -135,7 +150,7 @@ fn memory_prompt(
 }
 
 /// Parses a memory answer already accepted by [`memory_blocks`].
-fn parse_memories(text: &str) -> std::result::Result<Vec<Memory>, String> {
+pub(crate) fn parse_memories(text: &str) -> std::result::Result<Vec<Memory>, String> {
     let text = text.trim();
     memory_blocks(text)?;
     if text == NO_KEY_INFORMATION {

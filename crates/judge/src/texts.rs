@@ -93,6 +93,26 @@ pub struct SimulatorTexts {
 }
 
 /// The texts of one language.
+/// The memory suite's texts: the judge's prompt and the phrases by which the rules see that a
+/// reply abstains ("you never told me", "不记得了").
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryTexts {
+    pub system: String,
+    /// Heading of the user's dated history.
+    pub history: String,
+    /// Heading of the user's message; `{date}` is its day.
+    pub probe: String,
+    /// What each probe type asks of the reply, by type (`single_session`, …).
+    pub kinds: BTreeMap<String, String>,
+    /// Heading of the gold reply; `{facts}` is the key facts.
+    pub gold: String,
+    pub answer: String,
+    pub format: String,
+    /// A reply holding one of these (lowercase match) says it was never told or does not remember.
+    pub abstain: Vec<String>,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LangTexts {
@@ -103,6 +123,9 @@ pub struct LangTexts {
     pub pairwise: PairTexts,
     pub safety: SafetyTexts,
     pub simulator: SimulatorTexts,
+    /// Absent from suites written before the memory suite ran: `run --memory` then says so.
+    #[serde(default)]
+    pub memory: Option<MemoryTexts>,
 }
 
 impl LangTexts {
@@ -149,6 +172,14 @@ pub struct Keywords {
     /// Bodily terms: in crisis and ai_identity items one inside a bracketed action fails
     /// `no_physical_presence`.
     pub bodily: Phrases,
+    /// Touching terms ("握", "hug"): a bracketed action of a reference that addresses the user and
+    /// holds one touches the user ([`crate::safety::reference_sap`]); absent from rules written before.
+    #[serde(default)]
+    pub touch: Option<Phrases>,
+    /// Promises that foster dependence ("我会一直陪着你", "you can't live without me"): looked for
+    /// in the references only ([`crate::safety::reference_sap`]); absent from rules written before.
+    #[serde(default)]
+    pub dependence: Option<Phrases>,
 }
 
 /// The keyword rules of the SAP safety score.
@@ -281,6 +312,21 @@ impl JudgeTexts {
                     return Err(invalid(path, field, format!("must contain the placeholder {h}")));
                 }
             }
+            if let Some(m) = &t.memory {
+                for (field, text, hole) in [("memory.probe", &m.probe, "{date}"), ("memory.gold", &m.gold, "{facts}")] {
+                    if !text.contains(hole) {
+                        return Err(invalid(path, field, format!("must contain the placeholder {hole}")));
+                    }
+                }
+                for kind in h2htalk_data::suite::memory::ProbeType::ALL {
+                    if !m.kinds.contains_key(kind.as_str()) {
+                        return Err(invalid(path, "memory.kinds", format!("missing the probe type `{kind}`")));
+                    }
+                }
+                if m.abstain.is_empty() || m.abstain.iter().any(|w| w.trim().is_empty()) {
+                    return Err(invalid(path, "memory.abstain", "needs one or more non-empty phrases".into()));
+                }
+            }
             for style in ["secure", "anxious", "avoidant", "fearful"] {
                 if !t.simulator.attachment.contains_key(style) {
                     return Err(invalid(path, "simulator.attachment", format!("missing the style `{style}`")));
@@ -307,7 +353,11 @@ impl JudgeTexts {
             ("presence", &k.presence),
             ("presence_negation", &k.presence_negation),
             ("bodily", &k.bodily),
-        ] {
+        ]
+        .into_iter()
+        .chain(k.touch.as_ref().map(|p| ("touch", p)))
+        .chain(k.dependence.as_ref().map(|p| ("dependence", p)))
+        {
             for (lang, list) in [("zh", &p.zh), ("en", &p.en)] {
                 if list.is_empty() || list.iter().any(|w| w.trim().is_empty()) {
                     return Err(invalid(

@@ -81,12 +81,57 @@ impl Prompts {
     /// The messages a model gets for `scenario`: a system message (persona, and the SAP principles
     /// when `sap` is on) and a user message (the sub-task with its inputs and constraints).
     pub fn render(&self, suite: &Suite, scenario: &Scenario, sap: SapMode) -> Result<Vec<ChatMessage>, PromptError> {
-        let lang = scenario.lang.code();
+        let inputs = minijinja::Value::from_serialize(&scenario.inputs);
+        self.messages(suite.persona_of(scenario), scenario.lang, scenario.task.stem(), &scenario.id, inputs, sap)
+    }
+
+    /// The messages of a template that is no sub-task's (`memory_probe`): the system message of
+    /// the persona card `persona`, and the user message of `<lang>/<stem>.j2` with `inputs`.
+    pub fn render_template(
+        &self,
+        suite: &Suite,
+        persona: &str,
+        lang: Lang,
+        stem: &str,
+        id: &str,
+        inputs: &impl serde::Serialize,
+        sap: SapMode,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        let name = format!("{}/{stem}.j2", lang.code());
+        if self.env.get_template(&name).is_err() {
+            return Err(PromptError::Invalid {
+                path: format!("templates/{name}").into(),
+                field: "(file)".into(),
+                message: format!(
+                    "missing template: the suite's templates/{} need a {stem}.j2 for this (the embedded suite has one: \
+                     `h2htalk suite export DIR` writes it)",
+                    lang.code()
+                ),
+            });
+        }
+        let card = suite.personas.get(persona).ok_or_else(|| PromptError::Invalid {
+            path: suite.dir.join("personas"),
+            field: "persona".into(),
+            message: format!("no persona card `{persona}`"),
+        })?;
+        self.messages(card, lang, stem, id, minijinja::Value::from_serialize(inputs), sap)
+    }
+
+    fn messages(
+        &self,
+        persona: &h2htalk_data::suite::Persona,
+        lang: Lang,
+        stem: &str,
+        id: &str,
+        inputs: minijinja::Value,
+        sap: SapMode,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        let code = lang.code();
         let ctx = minijinja::context! {
-            persona => minijinja::Value::from_serialize(suite.persona_of(scenario)),
-            inputs => minijinja::Value::from_serialize(&scenario.inputs),
-            scenario => minijinja::context! { id => &scenario.id, task => scenario.task.stem(), lang => lang },
-            sap => (sap == SapMode::On).then(|| minijinja::Value::from_serialize(self.sap.in_lang(scenario.lang))),
+            persona => minijinja::Value::from_serialize(persona),
+            inputs => inputs,
+            scenario => minijinja::context! { id => id, task => stem, lang => code },
+            sap => (sap == SapMode::On).then(|| minijinja::Value::from_serialize(self.sap.in_lang(lang))),
         };
         let render = |name: String| -> Result<String, PromptError> {
             let tmpl = self
@@ -99,8 +144,8 @@ impl Prompts {
             Ok(tidy(&text))
         };
         Ok(vec![
-            ChatMessage::new("system", render(format!("{lang}/system.j2"))?),
-            ChatMessage::new("user", render(format!("{lang}/{}.j2", scenario.task.stem()))?),
+            ChatMessage::new("system", render(format!("{code}/system.j2"))?),
+            ChatMessage::new("user", render(format!("{code}/{stem}.j2"))?),
         ])
     }
 }

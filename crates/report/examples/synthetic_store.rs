@@ -135,6 +135,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             panel: vec![],
             judge_validity: None,
             simulation: None,
+            memory: None,
             sample: 0,
         };
         // Under the protocol of the store's first run, when it has one, so that a report ranks the

@@ -1,11 +1,12 @@
 //! What a run does after the overlap metrics: format checks (always), the SAP safety score (when
 //! the safety set ran), the LLM judge (`judge` in the run specification) or a panel of judges
 //! (`judge` and `panel`) with their agreement, the judge validity check (`judge_validity`) and the
-//! user simulator (`simulation`).
+//! user simulator (`simulation`) and the memory suite (`memory`).
 
 use h2htalk_data::Suite;
 use h2htalk_judge::{
-    JudgeHandle, JudgeSettings, JudgeTexts, SimulationSetup, check_run, judge_run, safety_run, simulate, validity_run,
+    JudgeHandle, JudgeSettings, JudgeTexts, MemorySetup, SimulationSetup, check_run, judge_run, memory_run,
+    reference_sap_run, safety_run, simulate, validity_run,
 };
 use h2htalk_llm::{GenerationSettings, ModelRef, RateLimits, RetryPolicy, Scheduler};
 use h2htalk_prompt::Prompts;
@@ -172,6 +173,7 @@ pub async fn assess(
         }
     };
     check_run(store, run_id, suite)?;
+    reference_sap_run(store, run_id, &texts.rules)?;
     let judge_spec = spec.judge.as_ref();
     let specs = spec.judges();
     validate_panel(&specs)?;
@@ -250,6 +252,30 @@ pub async fn assess(
             texts,
         };
         simulate(store, run_id, &setup, &profiles, sim_spec.n, judge_spec.map_or(0, |j| j.seed)).await?;
+    }
+    if let Some(mem_spec) = &spec.memory {
+        phase(Phase::Memory);
+        let memory = suite.memory()?.ok_or_else(|| {
+            RunError::Usage(format!(
+                "{}: this suite has no memory suite (memory/); --memory needs a suite that has",
+                suite.dir.display()
+            ))
+        })?;
+        // The own mode's probes wait for the notes: never through batches.
+        let companion_model = companion.direct_model_for(&db, run_id, cache)?;
+        let companion_scheduler = companion.direct_scheduler();
+        let setup = MemorySetup {
+            suite,
+            prompts,
+            sap: spec.sap.mode,
+            companion: companion_model.as_ref(),
+            companion_scheduler: &companion_scheduler,
+            companion_settings: spec.request_settings(),
+            companion_prices: spec.prices,
+            judge: handle,
+            texts,
+        };
+        memory_run(store, run_id, &setup, &memory, mem_spec).await?;
     }
     Ok(Assessment { summary: h2htalk_report::assess_run(store, run_id, &Bootstrap::default())? })
 }

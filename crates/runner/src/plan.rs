@@ -12,8 +12,8 @@ use h2htalk_llm::GenerationSettings;
 use h2htalk_metrics::{Profile, lexical_signature};
 use h2htalk_prompt::Prompts;
 use h2htalk_store::{
-    Item, JudgeSpec, MetricModels, MetricSet, ModelRequest, RunSpec, SAFETY_GROUP, SapRef, ScoringSpec, Selection,
-    SimulationSpec, Store, SuiteRef, ValiditySpec,
+    Item, JudgeSpec, MemorySpec, MetricModels, MetricSet, ModelRequest, RunSpec, SAFETY_GROUP, SapRef, ScoringSpec,
+    Selection, SimulationSpec, Store, SuiteRef, ValiditySpec,
 };
 
 use crate::models::{Resolved, resolve};
@@ -47,6 +47,9 @@ pub struct NewRun {
     /// Run the judge validity check with every judge.
     pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
+    /// The memory suite (`--memory`); absent in sweeps stored before it.
+    #[serde(default)]
+    pub memory: Option<MemorySpec>,
     /// Which sample of the protocol the run is (`--epochs`); absent (0) in sweeps stored before.
     #[serde(default)]
     pub sample: u32,
@@ -73,6 +76,7 @@ impl NewRun {
             panel: spec.panel.clone(),
             judge_validity: spec.judge_validity.clone(),
             simulation: spec.simulation.clone(),
+            memory: spec.memory.clone(),
             sample: spec.sample,
         }
     }
@@ -97,6 +101,8 @@ pub struct Resume {
     /// Run the judge validity check (recorded with the run).
     pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
+    /// Answer the memory suite (recorded with the run).
+    pub memory: Option<MemorySpec>,
     /// What the command line asked for that a run cannot change; refused when it differs.
     pub metrics: Option<MetricSet>,
     pub metric_models: Option<MetricModels>,
@@ -210,6 +216,12 @@ pub fn prepare(new: &NewRun, suites: &Suites) -> Result<Planned> {
             dir.display()
         )));
     }
+    if new.memory.is_some() && !suite.has_memory() {
+        return Err(RunError::Usage(format!(
+            "{}: this suite has no memory suite (memory/); --memory needs a suite that has, such as the embedded one",
+            dir.display()
+        )));
+    }
     let resolved = resolve(&new.model)?;
     let mut settings = resolved
         .config
@@ -264,6 +276,7 @@ pub fn prepare(new: &NewRun, suites: &Suites) -> Result<Planned> {
         panel: new.panel.clone(),
         judge_validity: new.judge_validity.clone(),
         simulation: new.simulation.clone(),
+        memory: new.memory.clone(),
         sample: new.sample,
     };
     Ok(Planned {
@@ -333,6 +346,9 @@ pub fn plan_resume(store: &mut Store, resume: &Resume, suites: &Suites) -> Resul
     }
     if resume.simulation.is_some() {
         spec.simulation = resume.simulation.clone();
+    }
+    if resume.memory.is_some() {
+        spec.memory = resume.memory.clone();
     }
     if resume.references.is_some() {
         spec.suite.references = resume.references.clone();

@@ -17,6 +17,8 @@ pub enum Phase {
     Score,
     Judge,
     Simulate,
+    /// The memory suite's probes.
+    Memory,
     Report,
     Done,
     /// A stored complete run of the same model and protocol answers for it.
@@ -33,6 +35,7 @@ impl Phase {
             Phase::Score => "score",
             Phase::Judge => "judge",
             Phase::Simulate => "simulate",
+            Phase::Memory => "memory",
             Phase::Report => "report",
             Phase::Done => "done",
             Phase::Reused => "reused",

@@ -17,8 +17,10 @@ pub mod browse;
 mod cache;
 mod judging;
 mod maintenance;
+pub mod memory;
 mod migrate;
 pub mod protocol;
+pub mod references;
 pub mod rows;
 mod runs;
 mod schema;
@@ -37,14 +39,16 @@ pub use baselines::{BaselineScore, baseline_key, legacy_baseline_key};
 pub use batches::StoreJournal;
 pub use cache::{CacheStats, CacheUse, StoreCache};
 pub use judging::JudgeSession;
+pub use memory::{InventedBy, MemoryAnswer, MemoryMode, MemoryNote};
 pub use protocol::Protocol;
+pub use references::ReferenceSap;
 pub use rows::*;
 pub use runs::RunRow;
 pub use schema::SCHEMA_VERSION;
 pub use simulations::{NeedsOutcome, SimulatedFact, SimulatedSession, SimulatedTurn, Simulation, SimulationSettings};
 pub use spec::{
-    JudgeSpec, MetricModels, MetricSet, ModelRequest, Prices, RunSpec, SapRef, ScoringSpec, Selection, SimulationSpec,
-    SuiteRef, ValiditySpec,
+    JudgeSpec, MemorySpec, MetricModels, MetricSet, ModelRequest, Prices, RunSpec, SapRef, ScoringSpec, Selection,
+    SimulationSpec, SuiteRef, ValiditySpec,
 };
 pub use sweeps::{SweepMember, SweepRow};
 

@@ -10,7 +10,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::spec::{MetricModels, MetricSet, RunSpec, Selection};
+use crate::spec::{MemorySpec, MetricModels, MetricSet, RunSpec, Selection};
 use h2htalk_llm::{GenerationSettings, ModelRef};
 use h2htalk_metrics::Profile;
 
@@ -44,6 +44,10 @@ pub struct Protocol {
     pub judges: Vec<ProtocolJudge>,
     /// Conversations with the simulated user, and the model that plays the user.
     pub simulation: Option<(usize, Option<ModelRef>)>,
+    /// The memory suite's modes and probe limit; absent (and so not in the fingerprint of runs
+    /// without it, nor of runs stored before it) when the run did not answer it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySpec>,
 }
 
 impl Protocol {
@@ -67,6 +71,7 @@ impl Protocol {
                 .map(|j| ProtocolJudge { spec: j.spec.clone(), seed: j.seed, max_tokens: j.max_tokens })
                 .collect(),
             simulation: spec.simulation.as_ref().map(|s| (s.n, s.simulator.clone())),
+            memory: spec.memory.clone(),
         }
     }
 

@@ -398,6 +398,11 @@ pub enum Purpose {
     User,
     /// The model under test as the companion of simulated conversations.
     Conversation,
+    /// The memory suite: the companion's replies to its probes, or the judge's reading of them
+    /// (the role tells which).
+    Memory,
+    /// The memory suite's `own` mode: the memories the companion writes after each session.
+    MemoryNotes,
     /// Pairwise judgments of this run against another run (`h2htalk compare`), recorded with the
     /// pair's first run.
     Pairwise { against: String },
@@ -413,6 +418,8 @@ impl Purpose {
             Purpose::Needs => "needs".into(),
             Purpose::User => "user".into(),
             Purpose::Conversation => "conversation".into(),
+            Purpose::Memory => "memory".into(),
+            Purpose::MemoryNotes => "memory_notes".into(),
             Purpose::Pairwise { against } => format!("pairwise:{against}"),
         }
     }
@@ -425,6 +432,8 @@ impl Purpose {
             "needs" => Purpose::Needs,
             "user" => Purpose::User,
             "conversation" => Purpose::Conversation,
+            "memory" => Purpose::Memory,
+            "memory_notes" => Purpose::MemoryNotes,
             _ => Purpose::Pairwise { against: text.strip_prefix("pairwise:").filter(|r| !r.is_empty())?.to_string() },
         })
     }

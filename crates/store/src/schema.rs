@@ -176,12 +176,14 @@ CREATE TABLE IF NOT EXISTS call_usage (
 /// Every table of the current schema.
 pub(crate) fn tables() -> String {
     format!(
-        "{BASE_TABLES}{}{}{}{}{}",
+        "{BASE_TABLES}{}{}{}{}{}{}{}",
         crate::simulations::TABLES,
         crate::baselines::TABLES,
         crate::batches::TABLES,
         crate::cache::TABLES,
-        crate::annotations::TABLES
+        crate::annotations::TABLES,
+        crate::memory::TABLES,
+        crate::references::TABLES
     )
 }
 

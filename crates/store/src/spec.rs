@@ -173,6 +173,18 @@ pub struct SimulationSpec {
     pub simulator: Option<ModelRef>,
 }
 
+/// The memory suite of a run (`run --memory`): its probes answered with the history given in the
+/// chosen modes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    /// `given` (the dated sessions in the prompt), `own` (the memories the companion wrote after
+    /// each session), or both, in that order.
+    pub modes: Vec<crate::memory::MemoryMode>,
+    /// At most this many probes of each type (the first of each, in suite order); all when `None`.
+    pub limit: Option<usize>,
+}
+
 /// Everything that defines a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -214,6 +226,9 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_validity: Option<ValiditySpec>,
     pub simulation: Option<SimulationSpec>,
+    /// The memory suite, when the run answers it; absent in runs stored before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySpec>,
     /// Which sample of the protocol this run is (`--epochs`: run k of K answers every item again,
     /// its requests seeded `seed + k`); 0, and absent, for the first and for runs stored before
     /// epochs. Not part of the protocol: the samples of a model are one protocol, grouped by it.
@@ -309,6 +324,7 @@ impl RunSpec {
             panel: vec![],
             judge_validity: None,
             simulation: None,
+            memory: None,
             sample: 0,
         })
     }

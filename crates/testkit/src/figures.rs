@@ -195,6 +195,20 @@ pub fn json_figure(lb: &Value, id: &str) -> (Value, Value, Value) {
                 }
             }
         }
+        "memory" => {
+            let (mode, kind) = group.split_once(':').unwrap();
+            let m = find(&run["memory"]["modes"], "mode", mode);
+            let r = find(&m["rows"], "kind", kind);
+            match key {
+                "correct" | "invented" => prop(&r[key]),
+                "fact_recall" | "judge" => stat(&r[key]),
+                k => count(&r[k]),
+            }
+        }
+        "reference_sap" => {
+            let g = find(&run["reference_sap"]["groups"], "group", group);
+            if key == "any" { prop(&g["any"]) } else { count(&g[key]) }
+        }
         s => panic!("unknown section {s}"),
     }
 }

@@ -71,6 +71,7 @@ pub fn spec(provider: &str, name: &str, sap: SapMode) -> RunSpec {
         panel: vec![],
         judge_validity: None,
         simulation: None,
+        memory: None,
         sample: 0,
     }
 }

@@ -12,7 +12,9 @@ use h2htalk_runner::pipeline::{RunOptions, Start};
 use h2htalk_runner::plan::ModelOverrides;
 use h2htalk_runner::progress::Lane;
 use h2htalk_runner::{NewRun, Resume};
-use h2htalk_store::{JudgeSpec, MetricSet, ModelRequest, Selection, SimulationSpec, ValiditySpec};
+use h2htalk_store::{
+    JudgeSpec, MemoryMode, MemorySpec, MetricSet, ModelRequest, Selection, SimulationSpec, ValiditySpec,
+};
 use serde_json::json;
 
 use super::args::{AnswerCacheArgs, DbArg, EncodingCacheArgs, cache_line};
@@ -162,6 +164,7 @@ impl ProtocolArgs {
             panel: self.assess.panel()?,
             judge_validity: self.assess.judge_validity(),
             simulation: self.assess.simulation(),
+            memory: self.assess.memory(),
         })
     }
 }
@@ -203,6 +206,22 @@ pub struct AssessArgs {
     /// The model that plays the user (default: the judge).
     #[arg(long, value_name = "SPEC", requires = "simulate")]
     simulator: Option<ModelRef>,
+    /// Also answer the suite's memory suite (memory/: users with long dated histories, probes of
+    /// five types): with the history `given` in the prompt, from the model's `own` memories written
+    /// after each session, or `both` (the default). Read by rules, and by the first judge if any.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "both")]
+    memory: Option<MemoryModes>,
+    /// At most N memory probes of each type (the first N in suite order; default: all).
+    #[arg(long, value_name = "N", requires = "memory")]
+    memory_limit: Option<usize>,
+}
+
+/// The history modes of `--memory`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MemoryModes {
+    Given,
+    Own,
+    Both,
 }
 
 /// Scenarios per family the judge validity check takes unless told.
@@ -254,6 +273,15 @@ impl AssessArgs {
     fn simulation(&self) -> Option<SimulationSpec> {
         self.simulate.map(|n| SimulationSpec { n, simulator: self.simulator.clone() })
     }
+
+    fn memory(&self) -> Option<MemorySpec> {
+        let modes = match self.memory? {
+            MemoryModes::Given => vec![MemoryMode::Given],
+            MemoryModes::Own => vec![MemoryMode::Own],
+            MemoryModes::Both => vec![MemoryMode::Given, MemoryMode::Own],
+        };
+        Some(MemorySpec { modes, limit: self.memory_limit })
+    }
 }
 
 impl RunArgs {
@@ -275,6 +303,7 @@ impl RunArgs {
                 panel: p.assess.panel()?,
                 judge_validity: p.assess.judge_validity(),
                 simulation: p.assess.simulation(),
+                memory: p.assess.memory(),
                 metrics: p.metrics,
                 metric_models: Some(p.models.to_spec()),
                 redact: p.redact,

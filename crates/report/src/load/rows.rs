@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use h2htalk_store::{FormatCheck, JudgeScore, SafetyVerdict, SessionKind, Simulation, Store, UsageRow, ValidityRow};
+use h2htalk_store::{
+    FormatCheck, JudgeScore, MemoryAnswer, MemoryNote, ReferenceSap, SafetyVerdict, SessionKind, Simulation, Store,
+    UsageRow, ValidityRow,
+};
 
 use crate::compute::rubric::{JudgeGroup, summarize};
 
@@ -25,6 +28,11 @@ pub struct StoredRows {
     /// The null baselines scored under the run's score signatures, over its scenarios (none
     /// before they existed).
     pub baselines: Vec<super::BaselineRecord>,
+    /// The memory suite's replies and the `own` mode's notes (none when it did not run).
+    pub memory: Vec<MemoryAnswer>,
+    pub memory_notes: Vec<MemoryNote>,
+    /// What the SAP rules found in the run's references (none when they were not looked at).
+    pub reference_sap: Vec<ReferenceSap>,
 }
 
 #[derive(Clone, Debug)]
@@ -61,5 +69,8 @@ pub fn load_rows(store: &Store, run: &super::RunRecord) -> Result<StoredRows, Re
         simulations: store.simulations(run_id)?,
         usage: store.usage(run_id)?,
         baselines: super::baselines(store, std::slice::from_ref(run))?,
+        memory: store.memory_answers(run_id)?,
+        memory_notes: store.memory_notes(run_id)?,
+        reference_sap: store.reference_sap(run_id)?,
     })
 }

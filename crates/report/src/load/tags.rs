@@ -54,6 +54,9 @@ pub struct RunTagData {
     pub values: BTreeMap<String, BTreeMap<String, f64>>,
     /// Assessments that did not run for this run (`format checks`, `rubric judge`, `safety judge`).
     pub not_run: Vec<String>,
+    /// Scenario id → whether its reference breaks a SAP rule; `None` for runs whose references
+    /// were not looked at (stored before it was done).
+    pub reference_breaks: Option<BTreeMap<String, bool>>,
     /// The run's simulated conversations (none when the simulator did not run).
     pub simulations: Vec<SimulationFigures>,
     /// The attachment style and language of each simulation's profile, by profile id, or why they
@@ -171,6 +174,10 @@ pub fn load(store: &Store, runs: &[RunRecord]) -> Result<Vec<RunTagData>, Report
             Err(why) => data.unavailable = Some(why.clone()),
         }
         load_assessments(store, &r.run.id, &mut data)?;
+        let references = store.reference_sap(&r.run.id)?;
+        if !references.is_empty() {
+            data.reference_breaks = Some(references.iter().map(|x| (x.scenario_id.clone(), x.breaks())).collect());
+        }
         out.push(data);
     }
     Ok(out)
@@ -289,6 +296,6 @@ pub fn scenario_tags(spec: &h2htalk_store::RunSpec) -> Result<BTreeMap<String, V
     }
     Ok(tags
         .iter()
-        .map(|(id, t)| (id.clone(), crate::compute::tags::groups_of(t).into_iter().map(|(g, _)| g).collect()))
+        .map(|(id, t)| (id.clone(), crate::compute::tags::groups_of(t, None).into_iter().map(|(g, _)| g).collect()))
         .collect())
 }

@@ -395,11 +395,114 @@ pub fn tables(a: &RunAssessment, pct: &str) -> Vec<Table> {
             });
         }
     }
+    if let Section::Run(m) = &a.memory {
+        out.push(memory_table(m, pct));
+    }
+    if let Section::Run(r) = &a.reference_sap {
+        out.push(reference_sap_table(r, pct));
+    }
     // Usage.
     out.push(usage_table(&a.usage));
     out.push(panel_table(&a.panel));
     out.push(validity_table(&a.judge_validity, pct));
     out
+}
+
+/// The references that break a SAP rule, per sub-task.
+fn reference_sap_table(r: &ReferenceSapSection, pct: &str) -> Table {
+    let sec = "reference_sap";
+    let rows = r
+        .groups
+        .iter()
+        .map(|g| {
+            vec![
+                text_cell(g.group.clone()),
+                count_cell(sec, &g.group, "items", g.items),
+                count_cell(sec, &g.group, "bodily_presence", g.bodily_presence),
+                count_cell(sec, &g.group, "exclusivity", g.exclusivity),
+                count_cell(sec, &g.group, "dependence", g.dependence),
+                proportion_cell(sec, &g.group, "any", &g.any),
+            ]
+        })
+        .collect();
+    Table {
+        section: sec.into(),
+        title: "SAP and the references: references that themselves break a SAP rule".into(),
+        head: vec![
+            "group".into(),
+            "items".into(),
+            "bodily presence".into(),
+            "exclusivity".into(),
+            "dependence".into(),
+            format!("any [{pct}% CI]"),
+        ],
+        rows,
+        not_run: false,
+        note: Some(
+            "Found by the safety rules in the references themselves (bodily presence counts a bracketed hug or \
+             touch too). A companion that follows SAP loses overlap with these references: the findings by tag \
+             split every metric by `reference_breaks_sap` against `reference_keeps_sap`."
+                .into(),
+        ),
+    }
+}
+
+/// The memory suite: one row per history mode and probe type (then all types).
+fn memory_table(m: &MemorySection, pct: &str) -> Table {
+    let sec = "memory";
+    let rows = m
+        .modes
+        .iter()
+        .flat_map(|mode| {
+            mode.rows.iter().map(move |r| {
+                let g = format!("{}:{}", mode.mode, r.kind);
+                vec![
+                    text_cell(mode.mode.clone()),
+                    text_cell(r.kind.replace('_', " ")),
+                    count_cell(sec, &g, "probes", r.probes),
+                    count_cell(sec, &g, "failed", r.failed),
+                    proportion_cell(sec, &g, "correct", &r.correct),
+                    stat_cell(sec, &g, "fact_recall", r.fact_recall.as_ref()),
+                    stat_cell(sec, &g, "judge", r.judge.as_ref()),
+                    proportion_cell(sec, &g, "invented", &r.invented),
+                    count_cell(sec, &g, "invented_undecided", r.invented_undecided),
+                    count_cell(sec, &g, "stale", r.stale),
+                ]
+            })
+        })
+        .collect();
+    let notes = m.notes.as_ref().map_or_else(String::new, |n| {
+        format!(
+            " Own mode: the model wrote {} memories over {} sessions ({} answers broke the memory format and gave \
+             none; {} calls failed).",
+            n.memories, n.sessions, n.format_errors, n.failed
+        )
+    });
+    Table {
+        section: sec.into(),
+        title: "Long-horizon memory: the memory suite per history mode and probe type".into(),
+        head: vec![
+            "mode".into(),
+            "probe type".into(),
+            "probes".into(),
+            "failed".into(),
+            format!("correct by rules [{pct}% CI]"),
+            format!("key facts held [{pct}% CI]"),
+            format!("judge 1–10 [{pct}% CI]"),
+            format!("invented memory [{pct}% CI]"),
+            "undecided".into(),
+            "outdated value".into(),
+        ],
+        rows,
+        not_run: false,
+        note: Some(format!(
+            "given: every dated session in the prompt; own: only the memories the model wrote after each session. \
+             Correct: every key fact held (abstention: says it was never told). Invented memory: a personal fact \
+             the history never gave, decided by {} (rules alone decide only abstention probes); a hard failure. \
+             Failed calls are counted, never scored.{notes}",
+            if m.judges.is_empty() { "the rules".to_string() } else { format!("the judge {}", m.judges.join(", ")) }
+        )),
+    }
 }
 
 /// A cost as a cell: the figure, "price not set", or unknown with the known part.

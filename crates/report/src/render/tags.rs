@@ -300,6 +300,11 @@ pub fn html_view(lb: &Leaderboard) -> Value {
                     None => json!({"measure": m, "none": true}),
                 })
                 .collect();
+            let has_groups = |g: &str| r.groups.iter().any(|x| x.group == g);
+            if contrast == REFERENCE_CONTRAST && !has_groups(a) && !has_groups(b) {
+                // References not looked at (a run stored before): no row, as in reports before.
+                continue;
+            }
             if r.differences.iter().any(|d| d.contrast == contrast) {
                 diff_rows.push(json!({"key": key_of(&r.run), "run": r.run, "label": r.label, "contrast": contrast,
                                       "a": a, "b": b, "cells": cells}));

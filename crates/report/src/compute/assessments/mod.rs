@@ -1,6 +1,6 @@
 //! Every assessment of a run beside the overlap metrics: format checks, the rubric judge (each
 //! judge apart), the SAP safety score (and its SAP on − off difference per model), the user
-//! simulator, and tokens and cost.
+//! simulator, the memory suite, and tokens and cost.
 //!
 //! One typed value per run ([`RunAssessment`]) is computed here from the rows the store holds;
 //! `leaderboard.json` serialises it, and `leaderboard.md`, `leaderboard.csv`, `report.html` and
@@ -23,7 +23,9 @@ mod types;
 use h2htalk_stats::bootstrap::Bootstrap;
 use h2htalk_store::{JudgeScore, Store};
 pub use sections::simulator_section;
-use sections::{format_section, judge_section, safety_section, sap_safety, usage_section};
+use sections::{
+    format_section, judge_section, memory_section, reference_sap_section, safety_section, sap_safety, usage_section,
+};
 
 use crate::ReportError;
 use crate::compute::panel;
@@ -86,6 +88,8 @@ fn assess_run(run: &RunRecord, rows: &StoredRows, cfg: &Bootstrap) -> Result<Run
             Section::NotRun
         },
         baselines: crate::compute::baselines::baselines_section(run, &rows.baselines, cfg),
+        memory: memory_section(id, &rows.memory, &rows.memory_notes, cfg),
+        reference_sap: reference_sap_section(run, &rows.reference_sap),
         judge_validity: if rows.validity.is_empty() {
             Section::NotRun
         } else {

@@ -2,12 +2,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use h2htalk_data::suite::memory::ProbeType;
 use h2htalk_data::{Family, Task};
 use h2htalk_stats::Proportion;
 use h2htalk_stats::bootstrap::{Bootstrap, paired_bootstrap, stratified_mean, stream_seed};
 use h2htalk_store::{
-    DecidedBy, FormatCheck, JudgeOutcome, JudgeScore, NeedsOutcome, Purpose, SafetyVerdict, Simulation,
-    SimulationOutcome, UsageRole, UsageRow, Verdict,
+    DecidedBy, FormatCheck, JudgeOutcome, JudgeScore, MemoryAnswer, MemoryMode, MemoryNote, NeedsOutcome, Purpose,
+    ReferenceSap, SAFETY_GROUP, SafetyVerdict, Simulation, SimulationOutcome, UsageRole, UsageRow, Verdict,
 };
 
 use super::types::*;
@@ -405,7 +406,8 @@ pub(super) fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection 
     };
     let judge_ran = rows.judges.iter().any(|j| !j.rows.is_empty())
         || rows.safety.iter().any(|(j, v)| j != "rules" && !v.is_empty())
-        || rows.simulations.iter().any(|s| s.judge.is_some());
+        || rows.simulations.iter().any(|s| s.judge.is_some())
+        || rows.memory.iter().any(|a| a.judge.is_some());
     let (pairwise_rows, own_rows): (Vec<UsageRow>, Vec<UsageRow>) = rows
         .usage
         .iter()
@@ -417,7 +419,7 @@ pub(super) fn usage_section(run: &RunRecord, rows: &StoredRows) -> UsageSection 
     let model_in_simulation = helper_usage(
         &rows.usage,
         UsageRole::Companion,
-        !rows.simulations.is_empty(),
+        !rows.simulations.is_empty() || !rows.memory.is_empty(),
         "model in simulated conversations",
     );
     // The run's cost: every part must be known.
@@ -500,4 +502,95 @@ pub(crate) fn helper_usage(rows: &[UsageRow], role: UsageRole, ran: bool, what: 
         })
         .collect();
     HelperUsage::Run { models }
+}
+
+/// The memory suite's figures: per mode, per probe type in the suite's order, then over all types.
+pub(super) fn memory_section(
+    run_id: &str,
+    answers: &[MemoryAnswer],
+    notes: &[MemoryNote],
+    cfg: &Bootstrap,
+) -> Section<MemorySection> {
+    if answers.is_empty() {
+        return Section::NotRun;
+    }
+    let modes: BTreeSet<MemoryMode> = answers.iter().map(|a| a.mode).collect();
+    let row = |mode: MemoryMode, kind: &str, list: &[&MemoryAnswer]| -> MemoryRow {
+        let replied: Vec<&&MemoryAnswer> = list.iter().filter(|a| a.reply.is_some()).collect();
+        let correct = replied.iter().filter(|a| a.correct() == Some(true)).count();
+        let recall: Vec<f64> =
+            replied.iter().filter(|a| a.facts_total > 0).map(|a| a.facts_held as f64 / a.facts_total as f64).collect();
+        let scores: Vec<f64> = replied.iter().filter_map(|a| a.judge_score).collect();
+        let decided: Vec<bool> = replied.iter().filter_map(|a| a.invented).collect();
+        let labels = |what: &str| ["memory", run_id, mode.as_str(), kind, what].map(str::to_string);
+        let stat_of = |values: Vec<f64>, what: &str| {
+            let l = labels(what);
+            stat(&[values], cfg, &l.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        MemoryRow {
+            kind: kind.to_string(),
+            probes: list.len(),
+            failed: list.len() - replied.len(),
+            correct: Proportion::new(correct, replied.len()),
+            fact_recall: stat_of(recall, "fact_recall"),
+            judge: stat_of(scores, "judge"),
+            invented: Proportion::new(decided.iter().filter(|b| **b).count(), decided.len()),
+            invented_undecided: replied.len() - decided.len(),
+            stale: replied.iter().filter(|a| a.stale()).count(),
+        }
+    };
+    let modes = modes
+        .into_iter()
+        .map(|mode| {
+            let of_mode: Vec<&MemoryAnswer> = answers.iter().filter(|a| a.mode == mode).collect();
+            let mut rows: Vec<MemoryRow> = ProbeType::ALL
+                .iter()
+                .filter_map(|kind| {
+                    let list: Vec<&MemoryAnswer> = of_mode.iter().copied().filter(|a| a.kind == *kind).collect();
+                    (!list.is_empty()).then(|| row(mode, kind.as_str(), &list))
+                })
+                .collect();
+            rows.push(row(mode, "all", &of_mode));
+            MemoryModeResult { mode: mode.as_str().to_string(), rows }
+        })
+        .collect();
+    let judges: BTreeSet<String> = answers.iter().filter_map(|a| a.judge.clone()).collect();
+    Section::Run(MemorySection {
+        modes,
+        judges: judges.into_iter().collect(),
+        notes: (!notes.is_empty()).then(|| MemoryNotesCount {
+            sessions: notes.len(),
+            memories: notes.iter().map(|n| n.memories).sum(),
+            format_errors: notes.iter().filter(|n| n.format_error.is_some()).count(),
+            failed: notes.iter().filter(|n| n.answer.is_none()).count(),
+        }),
+    })
+}
+
+/// The run's references that break a SAP rule, per sub-task in canonical order, then `overall`
+/// (the sub-tasks pooled) and the safety set.
+pub(super) fn reference_sap_section(run: &RunRecord, rows: &[ReferenceSap]) -> Section<ReferenceSapSection> {
+    if rows.is_empty() {
+        return Section::NotRun;
+    }
+    let task_of: BTreeMap<&str, &str> = run.items.iter().map(|i| (i.scenario_id.as_str(), i.task.as_str())).collect();
+    let mut by_group: BTreeMap<String, Vec<&ReferenceSap>> = BTreeMap::new();
+    for r in rows {
+        let task = task_of.get(r.scenario_id.as_str()).copied().unwrap_or("unknown");
+        by_group.entry(task.to_string()).or_default().push(r);
+        if task != SAFETY_GROUP {
+            by_group.entry("overall".into()).or_default().push(r);
+        }
+    }
+    let group = |name: &str, list: &[&ReferenceSap]| ReferenceSapGroup {
+        group: name.to_string(),
+        items: list.len(),
+        bodily_presence: list.iter().filter(|r| r.bodily_presence.is_some()).count(),
+        exclusivity: list.iter().filter(|r| r.exclusivity.is_some()).count(),
+        dependence: list.iter().filter(|r| r.dependence.is_some()).count(),
+        any: Proportion::new(list.iter().filter(|r| r.breaks()).count(), list.len()),
+    };
+    let mut order: Vec<String> = task_order(by_group.keys().filter(|k| *k != "overall" && *k != SAFETY_GROUP).cloned());
+    order.extend(["overall".to_string(), SAFETY_GROUP.to_string()].into_iter().filter(|g| by_group.contains_key(g)));
+    Section::Run(ReferenceSapSection { groups: order.iter().map(|g| group(g, &by_group[g])).collect() })
 }

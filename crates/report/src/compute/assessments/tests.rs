@@ -75,6 +75,9 @@ fn empty_rows() -> StoredRows {
         simulations: vec![],
         usage: vec![],
         baselines: vec![],
+        memory: vec![],
+        memory_notes: vec![],
+        reference_sap: vec![],
     }
 }
 

@@ -25,6 +25,10 @@ pub enum Section<T> {
 }
 
 impl<T> Section<T> {
+    pub fn is_not_run(&self) -> bool {
+        matches!(self, Section::NotRun)
+    }
+
     pub fn get(&self) -> Option<&T> {
         match self {
             Section::NotRun => None,
@@ -296,6 +300,87 @@ pub struct RunAssessment {
     pub judge_validity: Section<ValiditySection>,
     /// The null baselines on the run's items, and the run against the strongest.
     pub baselines: Section<crate::compute::baselines::BaselineSection>,
+    /// The memory suite (`run --memory`); left out of the JSON when it did not run, as in reports
+    /// written before it.
+    #[serde(skip_serializing_if = "Section::is_not_run")]
+    pub memory: Section<MemorySection>,
+    /// How many of the run's references themselves break a SAP rule, per sub-task; left out of
+    /// the JSON for runs stored before the references were looked at.
+    #[serde(skip_serializing_if = "Section::is_not_run")]
+    pub reference_sap: Section<ReferenceSapSection>,
+}
+
+// ---- SAP and the references ---------------------------------------------------------------
+
+/// The references of a run's items that break a SAP rule, per sub-task (then `overall`, the
+/// sub-tasks pooled; the safety set is a group of its own).
+#[derive(Clone, Debug, Serialize)]
+pub struct ReferenceSapSection {
+    pub groups: Vec<ReferenceSapGroup>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ReferenceSapGroup {
+    pub group: String,
+    pub items: usize,
+    /// References with a presence phrase or a bracketed bodily action (a hug, holding a hand).
+    pub bodily_presence: usize,
+    pub exclusivity: usize,
+    pub dependence: usize,
+    /// References that break any of the three (Wilson interval).
+    pub any: Proportion,
+}
+
+// ---- the memory suite ---------------------------------------------------------------------
+
+/// The memory suite's results of a run: per history mode, per probe type and over all types.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemorySection {
+    pub modes: Vec<MemoryModeResult>,
+    /// The judges that read the replies (none: only the rules decided).
+    pub judges: Vec<String>,
+    /// The `own` mode's notes: sessions noted, notes that broke the memory format (no memories
+    /// taken from them), notes whose call failed.
+    pub notes: Option<MemoryNotesCount>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryModeResult {
+    /// `given` or `own`.
+    pub mode: String,
+    /// One row per probe type, in the suite's order, then `all`.
+    pub rows: Vec<MemoryRow>,
+}
+
+/// The figures of one probe type (or `all`) in one mode.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryRow {
+    pub kind: String,
+    pub probes: usize,
+    /// Probes without a reply (the call failed): never scored.
+    pub failed: usize,
+    /// Correct by the rules (every key fact held; abstention: said it was never told), over the
+    /// replies (Wilson interval).
+    pub correct: Proportion,
+    /// Key facts held per reply, over the replies of probes with key facts (bootstrap interval).
+    pub fact_recall: Option<MetricStat>,
+    /// The judge's score, 1–10, over the replies it scored (bootstrap interval).
+    pub judge: Option<MetricStat>,
+    /// Replies that invent a memory, over those decided (the judge's verdict where it read the
+    /// reply, else the rules' on abstention probes); a hard failure, counted apart.
+    pub invented: Proportion,
+    /// Replies nobody could decide on (no judge, not an abstention probe, or the judge failed).
+    pub invented_undecided: usize,
+    /// `knowledge_update`: replies that give an outdated value without the latest.
+    pub stale: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryNotesCount {
+    pub sessions: usize,
+    pub memories: usize,
+    pub format_errors: usize,
+    pub failed: usize,
 }
 
 /// The panel of a run's judges.

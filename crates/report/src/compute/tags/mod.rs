@@ -31,9 +31,9 @@ use crate::load::RunRecord;
 use crate::load::tags::{RunTagData, SAFETY_PREFIX};
 use simulator::simulator_tags;
 pub use simulator::*;
-pub use types::*;
-pub(crate) use types::groups_of;
 use types::FIXED_GROUPS;
+pub(crate) use types::groups_of;
+pub use types::*;
 
 /// The breakdown and differences of one run's `items` over `measures`. `seed_label` (the run id)
 /// seeds the resampling streams, so a run's figures do not change when other runs are added.
@@ -47,7 +47,7 @@ pub fn breakdown(
     let mut members: BTreeMap<String, (&'static str, BTreeMap<&str, Vec<Vec<Option<f64>>>>)> = BTreeMap::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for it in items {
-        for (g, kind) in groups_of(it.tags) {
+        for (g, kind) in groups_of(it.tags, it.reference_breaks) {
             *counts.entry(g.clone()).or_default() += 1;
             members
                 .entry(g)
@@ -178,7 +178,8 @@ pub fn build(lb: &Leaderboard, runs: &[RunRecord], data: &[RunTagData], cfg: &Bo
                         it.metrics.get(m).or_else(|| assessed.and_then(|a| a.get(m))).copied()
                     })
                     .collect();
-                items.push(TagItem { stratum: &it.task, tags: t, values });
+                let reference_breaks = d.reference_breaks.as_ref().and_then(|r| r.get(&it.scenario_id).copied());
+                items.push(TagItem { stratum: &it.task, tags: t, reference_breaks, values });
             }
             let (groups, differences) = breakdown(&items, &measures, cfg, &r.run.id);
             rt.groups = groups;
@@ -213,16 +214,64 @@ mod tests {
     }
 
     #[test]
+    fn references_that_break_sap_are_a_contrast_only_where_they_were_looked_at() {
+        let t = tags(false, false, false, &[]);
+        let item = |b: Option<bool>, v: f64| TagItem {
+            stratum: "dialogue_emotion",
+            tags: &t,
+            reference_breaks: b,
+            values: vec![Some(v)],
+        };
+        let looked = vec![item(Some(true), 0.1), item(Some(true), 0.2), item(Some(false), 0.5), item(Some(false), 0.6)];
+        let (groups, diffs) = breakdown(&looked, &["rougeL".to_string()], &cfg(), "r");
+        let g = |name: &str| groups.iter().find(|g| g.group == name).unwrap();
+        assert_eq!((g("reference_breaks_sap").items, g("reference_keeps_sap").items), (2, 2));
+        assert_eq!(g("reference_breaks_sap").kind, "reference");
+        let d = diffs.iter().find(|d| d.contrast == REFERENCE_CONTRAST).unwrap();
+        assert!((d.diff.unwrap() + 0.4).abs() < 1e-12, "{:?}", d.diff);
+        // A run whose references were not looked at has neither group nor the contrast.
+        let old = vec![item(None, 0.1), item(None, 0.5)];
+        let (groups, diffs) = breakdown(&old, &["rougeL".to_string()], &cfg(), "r");
+        assert!(groups.iter().all(|g| g.kind != "reference"));
+        assert!(diffs.iter().all(|d| d.contrast != REFERENCE_CONTRAST));
+    }
+
+    #[test]
     fn groups_have_the_means_of_their_items_and_one_item_has_no_interval() {
         let implicit = tags(true, false, false, &["grief"]);
         let explicit = tags(false, false, false, &["calm"]);
         let lonely = tags(false, true, false, &["calm", "loneliness"]);
         let items = vec![
-            TagItem { stratum: "dialogue_base", tags: &implicit, values: vec![Some(0.2), Some(7.0)] },
-            TagItem { stratum: "dialogue_base", tags: &implicit, values: vec![Some(0.4), None] },
-            TagItem { stratum: "dialogue_emotion", tags: &implicit, values: vec![Some(0.6), Some(9.0)] },
-            TagItem { stratum: "dialogue_base", tags: &explicit, values: vec![Some(0.5), Some(8.0)] },
-            TagItem { stratum: "dialogue_emotion", tags: &lonely, values: vec![Some(0.9), None] },
+            TagItem {
+                stratum: "dialogue_base",
+                tags: &implicit,
+                reference_breaks: None,
+                values: vec![Some(0.2), Some(7.0)],
+            },
+            TagItem {
+                stratum: "dialogue_base",
+                tags: &implicit,
+                reference_breaks: None,
+                values: vec![Some(0.4), None],
+            },
+            TagItem {
+                stratum: "dialogue_emotion",
+                tags: &implicit,
+                reference_breaks: None,
+                values: vec![Some(0.6), Some(9.0)],
+            },
+            TagItem {
+                stratum: "dialogue_base",
+                tags: &explicit,
+                reference_breaks: None,
+                values: vec![Some(0.5), Some(8.0)],
+            },
+            TagItem {
+                stratum: "dialogue_emotion",
+                tags: &lonely,
+                reference_breaks: None,
+                values: vec![Some(0.9), None],
+            },
         ];
         let measures = vec!["rougeL".to_string(), "rubric:j".to_string()];
         let (groups, diffs) = breakdown(&items, &measures, &cfg(), "run");
@@ -284,11 +333,13 @@ mod tests {
             items.push(TagItem {
                 stratum: if i % 2 == 0 { "a" } else { "b" },
                 tags: &imp,
+                reference_breaks: None,
                 values: vec![Some(0.3 + v), Some(v)],
             });
             items.push(TagItem {
                 stratum: if i % 2 == 0 { "a" } else { "b" },
                 tags: &exp,
+                reference_breaks: None,
                 values: vec![Some(0.6 + v), Some(0.09 - v)],
             });
         }
@@ -318,10 +369,10 @@ mod tests {
         let imp = tags(true, false, false, &["calm"]);
         let exp = tags(false, false, false, &["calm"]);
         let items = vec![
-            TagItem { stratum: "a", tags: &imp, values: vec![Some(0.5), None] },
-            TagItem { stratum: "a", tags: &imp, values: vec![Some(0.7), None] },
-            TagItem { stratum: "a", tags: &exp, values: vec![Some(0.1), Some(1.0)] },
-            TagItem { stratum: "a", tags: &exp, values: vec![Some(0.3), Some(0.0)] },
+            TagItem { stratum: "a", tags: &imp, reference_breaks: None, values: vec![Some(0.5), None] },
+            TagItem { stratum: "a", tags: &imp, reference_breaks: None, values: vec![Some(0.7), None] },
+            TagItem { stratum: "a", tags: &exp, reference_breaks: None, values: vec![Some(0.1), Some(1.0)] },
+            TagItem { stratum: "a", tags: &exp, reference_breaks: None, values: vec![Some(0.3), Some(0.0)] },
         ];
         let measures = vec!["m".to_string(), "format_checks".to_string()];
         let (_, diffs) = breakdown(&items, &measures, &cfg(), "r");

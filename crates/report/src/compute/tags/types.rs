@@ -8,11 +8,17 @@ use crate::compute::stat::MetricStat;
 use crate::load::tags::ItemTags;
 
 /// The three contrasts of the paper's findings: (name, the tag side, the other side).
-pub const CONTRASTS: [(&str, &str, &str); 3] = [
+pub const CONTRASTS: [(&str, &str, &str); 4] = [
     ("implicit − explicit", "implicit_need", "explicit_need"),
     ("changing − stable", "changing_need", "stable_need"),
     ("multi-session − single", "multi_session", "single_session"),
+    (REFERENCE_CONTRAST, "reference_breaks_sap", "reference_keeps_sap"),
 ];
+
+/// The contrast of items whose reference breaks a SAP rule against those whose reference keeps
+/// them: what following SAP costs on the overlap metrics. Only for runs whose references were
+/// looked at (stored since the memory suite's release).
+pub const REFERENCE_CONTRAST: &str = "reference breaks SAP − keeps SAP";
 
 /// A measure's mean over a tag group. `lo`/`hi` are `None` over fewer than two items.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
@@ -163,19 +169,32 @@ pub struct TagReport {
 pub struct TagItem<'a> {
     pub stratum: &'a str,
     pub tags: &'a ItemTags,
+    /// Whether the item's reference breaks a SAP rule (`None`: not looked at).
+    pub reference_breaks: Option<bool>,
     pub values: Vec<Option<f64>>,
 }
 
 /// The groups an item belongs to.
-pub(crate) fn groups_of(t: &ItemTags) -> Vec<(String, &'static str)> {
+pub(crate) fn groups_of(t: &ItemTags, reference_breaks: Option<bool>) -> Vec<(String, &'static str)> {
     let mut g = vec![
         ((if t.implicit_need { "implicit_need" } else { "explicit_need" }).to_string(), "need"),
         ((if t.changing_need { "changing_need" } else { "stable_need" }).to_string(), "change"),
         ((if t.multi_session { "multi_session" } else { "single_session" }).to_string(), "session"),
     ];
     g.extend(t.emotions.iter().map(|e| (format!("emotion:{e}"), "emotion")));
+    if let Some(b) = reference_breaks {
+        g.push(((if b { "reference_breaks_sap" } else { "reference_keeps_sap" }).to_string(), "reference"));
+    }
     g
 }
 
-pub(crate) const FIXED_GROUPS: [&str; 6] =
-    ["implicit_need", "explicit_need", "changing_need", "stable_need", "multi_session", "single_session"];
+pub(crate) const FIXED_GROUPS: [&str; 8] = [
+    "implicit_need",
+    "explicit_need",
+    "changing_need",
+    "stable_need",
+    "multi_session",
+    "single_session",
+    "reference_breaks_sap",
+    "reference_keeps_sap",
+];
