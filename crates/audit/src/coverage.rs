@@ -261,8 +261,9 @@ pub fn hard_cases(suite: &Suite) -> HardCases {
 }
 
 /// Per hard kind: how many items the suite holds and the smallest difference between two models it
-/// can detect on them (paired, 5% two-sided, 80% power, [`PAIRED_SD_PRIOR`]); and the floors of its
-/// `suite.json` that are not met.
+/// can detect on them (paired, 5% two-sided, 80% power, [`PAIRED_SD_PRIOR`]); the floors of its
+/// `suite.json` that are not met; and whether length alone gives the `未提取到关键信息。` answer
+/// away (by more than [`crate::official::LENGTH_RULE_MAX_ADVANTAGE`] over the majority answer).
 pub fn hardness(suite: &Suite) -> (String, Vec<String>) {
     let h = hard_cases(suite);
     let mdd = |n: usize| {
@@ -290,7 +291,10 @@ pub fn hardness(suite: &Suite) -> (String, Vec<String>) {
             ("scenarios with dated earlier sessions", h.multi_session_dated, f.multi_session_dated),
         ] {
             if n < floor {
-                failures.push(format!("{}: {n} {name}, under the suite's floor of {floor} (suite.json)", suite.dir.display()));
+                failures.push(format!(
+                    "{}: {n} {name}, under the suite's floor of {floor} (suite.json)",
+                    suite.dir.display()
+                ));
             }
         }
         if share < f.long_dialogue_share {
@@ -302,6 +306,17 @@ pub fn hardness(suite: &Suite) -> (String, Vec<String>) {
             ));
         }
         let _ = writeln!(out, "  floors (suite.json): {}", if failures.is_empty() { "met" } else { "NOT met" });
+    }
+    // Every suite: the no-information items must not be told apart by length alone.
+    if let Some(rule) = crate::official::LengthRule::of_suite(suite) {
+        let _ = writeln!(out, "  {}", rule.line());
+        if rule.too_easy() {
+            failures.push(format!(
+                "{}: {}; add long conversations with nothing to remember and short ones with a fact to keep",
+                suite.dir.display(),
+                rule.line()
+            ));
+        }
     }
     (out, failures)
 }

@@ -233,6 +233,46 @@ impl LengthRule {
     }
 }
 
+/// A `recollection_synthesize` scenario's user characters and turns, and whether its reference is
+/// `未提取到关键信息。`: what [`LengthRule`] reads.
+fn user_lengths(s: &h2htalk_data::Scenario) -> (usize, usize, bool) {
+    let history = s.inputs.history().unwrap_or_default();
+    let user: Vec<&str> =
+        history.iter().filter(|t| t.role == h2htalk_data::suite::Role::User).map(|t| t.content.as_str()).collect();
+    (user.iter().map(|u| u.chars().count()).sum(), user.len(), s.reference.trim() == NO_KEY_INFORMATION)
+}
+
+impl LengthRule {
+    /// The rule over a suite's `recollection_synthesize` scenarios; `None` when it has none with
+    /// `未提取到关键信息。` (then there is nothing length could give away).
+    pub fn of_suite(suite: &Suite) -> Option<LengthRule> {
+        let lengths: Vec<(usize, usize, bool)> =
+            suite.scenarios.iter().filter(|s| s.task == Task::RecollectionSynthesize).map(user_lengths).collect();
+        lengths.iter().any(|l| l.2).then(|| LengthRule::of(&lengths))
+    }
+
+    /// One line: the majority answer, the best rule on characters and on turns, the advantage.
+    pub fn line(&self) -> String {
+        format!(
+            "length alone against {NO_KEY_INFORMATION} ({} of {} items): always the majority answer {:.1}%, the best \
+             threshold on the user's characters {:.1}%, on the user's turns {:.1}%; {:+.1} points (at most {:.0}){}",
+            self.no_key_information,
+            self.items,
+            self.majority * 100.0,
+            self.by_chars * 100.0,
+            self.by_turns * 100.0,
+            self.advantage() * 100.0,
+            LENGTH_RULE_MAX_ADVANTAGE * 100.0,
+            if self.too_easy() { ": TOO EASY BY LENGTH" } else { "" }
+        )
+    }
+
+    /// A length rule beats the majority answer by more than [`LENGTH_RULE_MAX_ADVANTAGE`].
+    pub fn too_easy(&self) -> bool {
+        self.advantage() > LENGTH_RULE_MAX_ADVANTAGE + 1e-12
+    }
+}
+
 /// The memory contents of a `recollection_synthesize` reference.
 fn reference_memories(reference: &str) -> Vec<&str> {
     reference
@@ -300,7 +340,7 @@ impl OfficialCheck {
             && self.give_away.iter().all(|r| r.bound.is_some() && r.over.is_empty())
             && self.missing_memories.is_empty()
             && self.self_disclosure.is_empty()
-            && self.length_rule.advantage() <= LENGTH_RULE_MAX_ADVANTAGE + 1e-12
+            && !self.length_rule.too_easy()
     }
 }
 
@@ -364,13 +404,8 @@ pub fn check_official(suite: &Suite, baseline: &Suite) -> Option<OfficialCheck> 
     let mut lengths = Vec::new();
     for s in official.iter().filter(|s| s.task == Task::RecollectionSynthesize) {
         let history = s.inputs.history().unwrap_or_default();
-        let user: Vec<&str> = history
-            .iter()
-            .filter(|t| t.role == h2htalk_data::suite::Role::User)
-            .map(|t| t.content.as_str())
-            .collect();
-        let no_info = s.reference.trim() == NO_KEY_INFORMATION;
-        lengths.push((user.iter().map(|u| u.chars().count()).sum(), user.len(), no_info));
+        let (chars, turns, no_info) = user_lengths(s);
+        lengths.push((chars, turns, no_info));
         if no_info {
             no_key_information_items += 1;
             if let Some(why) = key_information(history) {
@@ -488,20 +523,7 @@ impl fmt::Display for OfficialCheck {
         for (id, why) in self.self_disclosure.iter().take(10) {
             writeln!(f, "  {id}: {why}")?;
         }
-        let r = &self.length_rule;
-        writeln!(
-            f,
-            "length alone against {NO_KEY_INFORMATION} ({} of {} items): always the majority answer {:.1}%, the best \
-             threshold on the user's characters {:.1}%, on the user's turns {:.1}%; {:+.1} points (at most {:.0}){}",
-            r.no_key_information,
-            r.items,
-            r.majority * 100.0,
-            r.by_chars * 100.0,
-            r.by_turns * 100.0,
-            r.advantage() * 100.0,
-            LENGTH_RULE_MAX_ADVANTAGE * 100.0,
-            if r.advantage() > LENGTH_RULE_MAX_ADVANTAGE + 1e-12 { ": TOO EASY BY LENGTH" } else { "" }
-        )?;
+        // The length rule's line is printed with the hard cases of every suite (`coverage::hardness`).
         Ok(())
     }
 }
