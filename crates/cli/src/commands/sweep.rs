@@ -114,6 +114,10 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         eprintln!("warning: {w}");
     }
     if args.json {
+        // The JSON holds each member's error; stderr says it too, for the message below.
+        for m in out.members.iter().filter(|m| m.error.is_some()) {
+            eprintln!("{}: error: {}", m.model, m.error.as_deref().unwrap_or_default());
+        }
         let mut v = serde_json::to_value(&out)?;
         v["report"] = serde_json::json!(out.report.as_ref().map(|r| r.html.clone()));
         println!("{}", serde_json::to_string(&v)?);

@@ -106,7 +106,12 @@ pub fn run_args(url: &str, suite: &Path, db: &Path) -> Vec<String> {
 
 /// Runs `h2htalk` and parses its `--json` output, failing the test on a non-zero exit.
 pub fn json_of(out: &Output) -> Value {
-    assert!(out.status.success(), "h2htalk failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "h2htalk failed: {}\nstdout: {}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
