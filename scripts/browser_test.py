@@ -4,7 +4,7 @@ DevTools Protocol and checks it: no console errors or exceptions, no request lea
 charts and the transcript viewer render (elements present, a non-blank screenshot), and filtering
 and paging work, driven through the real DOM and checked against the data embedded in the file.
 
-usage: browser_test.py REPORT_HTML [--min-items N] [--shots DIR] [--chromium PATH]
+usage: browser_test.py REPORT_HTML [--min-items N] [--max-mb MB] [--shots DIR] [--chromium PATH]
 Needs the PyPI packages websockets and pillow (scripts/browser-test.sh installs them in a venv).
 """
 
@@ -257,6 +257,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("report")
     ap.add_argument("--min-items", type=int, default=10000)
+    ap.add_argument("--max-mb", type=float, default=25.0)
     ap.add_argument("--shots", default=None)
     ap.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser") or "chromium")
     args = ap.parse_args()
@@ -265,7 +266,15 @@ def main():
     html = report.read_text(encoding="utf-8")
     lb = json.loads((report.parent / "leaderboard.json").read_text(encoding="utf-8"))
     tr = embedded_json(html, "transcripts-data")
-    check("embedded leaderboard equals leaderboard.json", embedded_json(html, "leaderboard-data") == lb)
+    if 'id="leaderboard-data"' in html:
+        check("embedded leaderboard equals leaderboard.json", embedded_json(html, "leaderboard-data") == lb)
+    else:
+        # A leaderboard over 4 MiB (compact) is left out of the page, which says where it is.
+        compact = len(json.dumps(lb, ensure_ascii=False, separators=(",", ":")).encode())
+        check("a large leaderboard is left out and the page says where it is",
+              compact > 4 << 20 and "beside this file" in html, f"{compact} bytes")
+    mb = report.stat().st_size / 1e6
+    check(f"report.html is at most {args.max_mb} MB", mb <= args.max_mb, f"{mb:.1f} MB")
     items = tr["items"]
     F = {f: i for i, f in enumerate(tr["fields"])}
     check(f"report holds at least {args.min_items} items", len(items) >= args.min_items, f"{len(items)} items")

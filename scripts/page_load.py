@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Prints how long headless Chromium takes to render a report: from the navigation's start to the
-page's load event, and to the transcript viewer's script being ready (`body.dataset.ready`), in
-seconds, as measured by the page itself (Navigation Timing), without Chromium's own start-up.
+page's load event, to the transcript viewer's script being ready (`body.dataset.ready`), and to the
+first frame drawn after that (laid out and painted), in seconds, as measured by the page itself
+(Navigation Timing, performance.now()), without Chromium's own start-up.
 
 usage: page_load.py REPORT_HTML [--chromium PATH]   (needs websockets: scripts/browser-test.sh's venv)
 """
@@ -35,7 +36,12 @@ def main():
             cdp.pump(0.05)
         t = cdp.eval("(() => { const n = performance.getEntriesByType('navigation')[0]; "
                      "return [n.loadEventEnd / 1000, performance.now() / 1000]; })()")
-        print(f"{t[0]:.2f} {t[1]:.2f}")
+        # The first frame drawn after that: the page laid out and painted (two animation frames).
+        painted = cdp.call("Runtime.evaluate", {
+            "expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => "
+                          "r(performance.now() / 1000))))",
+            "awaitPromise": True, "returnByValue": True})["result"]["value"]
+        print(f"{t[0]:.2f} {t[1]:.2f} {painted:.2f}")
     finally:
         close(proc, cdp, profile)
         shutil.rmtree(shots, ignore_errors=True)

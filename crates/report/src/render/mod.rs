@@ -587,6 +587,10 @@ pub fn to_html_showing(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Sho
         .collect();
     let assessments = assessments_view(lb);
     let lb_json = escape_script_json(&serde_json::to_string(lb).expect("the leaderboard serialises"));
+    // A large sweep's leaderboard is left out of the page (its figures are in the tables, each cell
+    // with its exact value, and in leaderboard.json beside it): it was a fifth of a 50-model page.
+    let lb_bytes = lb_json.len();
+    let lb_json = (lb_bytes <= EMBED_LEADERBOARD_MAX).then_some(lb_json);
     let tr_json = escape_script_json(&transcripts(lb, runs, shown).to_string());
     let items: usize = runs.iter().map(|r| r.items.len()).sum();
     tmpl.render(context! {
@@ -610,6 +614,8 @@ pub fn to_html_showing(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Sho
         assessments => assessments,
         items => items,
         leaderboard_json => lb_json,
+        leaderboard_mb => format!("{:.1}", lb_bytes as f64 / 1e6),
+        embed_max_mb => EMBED_LEADERBOARD_MAX >> 20,
         transcripts_json => tr_json,
         transcripts_note => shown.note(),
         tags => crate::render::tags::html_view(lb),
@@ -618,6 +624,9 @@ pub fn to_html_showing(lb: &Leaderboard, runs: &[RunRecord], shown: &sample::Sho
     })
     .map_err(|e| ReportError::Render(format!("template: {e:#}")))
 }
+
+/// The largest leaderboard (compact JSON, bytes) that `report.html` embeds whole.
+pub const EMBED_LEADERBOARD_MAX: usize = 4 << 20;
 
 /// A run's coverage over all its sub-task items (empty when the run has no overall group).
 fn overall_coverage(lb: &Leaderboard, run: &str) -> crate::leaderboard::Coverage {
