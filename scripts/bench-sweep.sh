@@ -10,6 +10,9 @@
 #   scripts/bench-sweep.sh [REFERENCES_DIR]
 #   env: COUNTS="1 10 50"  LIMIT=  (scenarios per sub-task; empty: the whole official set)
 #        BEFORE=PATH (an earlier h2htalk binary)  ANSWER_CHARS=120  KEEP=DIR (keep the stores)
+#        JUDGE=1 (every answer judged too: `--judge openai:judge` on the same server, which answers
+#        the three rubrics with fixed scores)  BIN_DIR=DIR (use h2htalk and h2htalk-testserver from
+#        DIR instead of building the release)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 refs=$(cd "${1:-$root/../shared/h2htalk-data}" && pwd)
@@ -17,22 +20,35 @@ counts=${COUNTS:-1 10 50}
 limit=${LIMIT:-}
 answer_chars=${ANSWER_CHARS:-120}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/h2htalk/target}
-cargo build --release --locked -q -p h2htalk -p h2htalk-testserver --manifest-path "$root/Cargo.toml"
-bin=$CARGO_TARGET_DIR/release/h2htalk
+if [ -n "${BIN_DIR:-}" ]; then
+  bins=$BIN_DIR
+else
+  cargo build --release --locked -q -p h2htalk -p h2htalk-testserver --manifest-path "$root/Cargo.toml"
+  bins=$CARGO_TARGET_DIR/release
+fi
+bin=$bins/h2htalk
 work=${KEEP:-$(mktemp -d)}
 mkdir -p "$work"
 server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
 
-"$CARGO_TARGET_DIR/release/h2htalk-testserver" 0 "{\"answer_chars\": $answer_chars}" > "$work/server.out" &
+# With JUDGE=1 the server answers each family's rubric (found by its criteria in the judge's prompt).
+rubric() { printf '["\\"%s\\": <1-10>", "{\\"scores\\": {%s}, \\"reason\\": \\"fixed\\"}"]' "$1" "$2"; }
+script=
+if [ "${JUDGE:-}" = 1 ]; then
+  script=", \"script\": [$(rubric persona_consistency '\"empathy\": 7, \"fit_to_state\": 6, \"persona_consistency\": 8, \"naturalness\": 7'), \
+$(rubric no_invention '\"faithfulness\": 7, \"completeness\": 6, \"no_invention\": 8'), \
+$(rubric constraint_following '\"feasibility\": 7, \"consistency\": 6, \"constraint_following\": 8')]"
+fi
+"$bins/h2htalk-testserver" 0 "{\"answer_chars\": $answer_chars$script}" > "$work/server.out" &
 server_pid=$!
 for _ in $(seq 50); do [ -s "$work/server.out" ] && break; sleep 0.1; done
 url=$(head -1 "$work/server.out")
 chromium=$(command -v chromium || command -v chromium-browser || true)
 
 echo "bench-sweep: $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, \
-load $(cut -d' ' -f1-3 /proc/loadavg), limit ${limit:-none}, answers >= $answer_chars chars"
+load $(cut -d' ' -f1-3 /proc/loadavg), limit ${limit:-none}, answers >= $answer_chars chars, judge ${JUDGE:-0}"
 printf '%-8s %6s %10s %10s %10s %10s %10s %10s\n' binary models wall_s pairs/s peak_MB report_MB load_s render_s
 results=$work/results.tsv
 : > "$results"
@@ -42,6 +58,7 @@ one() { # LABEL BINARY N
   local args=(sweep --name bench --suite "$root/suites/official" --references "$refs" --base-url "$url"
     --metrics all --profile paper --db "$dir/runs.db" --json --quiet)
   [ -n "$limit" ] && args+=(--limit "$limit")
+  [ "${JUDGE:-}" = 1 ] && args+=(--judge openai:judge)
   for i in $(seq "$n"); do args+=(--model "openai:model-$i"); done
   /usr/bin/time -f "%e %M" -o "$dir/time" "$b" "${args[@]}" > "$dir/out.json" 2> "$dir/err" \
     || { echo "$label $n failed:"; tail -20 "$dir/err"; exit 1; }
