@@ -466,7 +466,7 @@ fn memory_suite_runs_in_both_modes_and_is_reported_per_type() {
     let bare = dir.path().join("bare");
     std::fs::create_dir_all(bare.join("scenarios")).unwrap();
     for part in ["personas", "templates", "sap", "judge", "rules"] {
-        copy_dir(&Path::new(&suite()).join(part), &bare.join(part));
+        common::copy_tree(&Path::new(&suite()).join(part), &bare.join(part));
     }
     std::fs::copy(
         Path::new(&suite()).join("scenarios/dialogue_base.jsonl"),
@@ -493,18 +493,6 @@ fn memory_suite_runs_in_both_modes_and_is_reported_per_type() {
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("no memory suite (memory/)"), "{err}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(path.file_name().unwrap()));
-        } else {
-            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
-        }
-    }
 }
 
 /// `--redact` masks personal data in what a run stores and exports; the setting is recorded. Every

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+mod common;
+
 fn suite_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../suites")
 }
@@ -32,7 +34,7 @@ fn suite_check_prints_counts_coverage_and_fingerprint() {
 #[test]
 fn suite_check_fails_when_length_gives_the_no_information_answer_away() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&suite_dir(), dir.path());
+    common::copy_tree(&suite_dir(), dir.path());
     let file = "scenarios/recollection_synthesize.jsonl";
     let text = std::fs::read_to_string(suite_dir().join(file)).unwrap();
     let first: String = text.lines().take(102).map(|l| format!("{l}\n")).collect();
@@ -43,15 +45,6 @@ fn suite_check_fails_when_length_gives_the_no_information_answer_away() {
     assert!(err.contains("+19.6 points (at most 10): TOO EASY BY LENGTH"), "{err}");
     let text = ok(h2htalk(&["suite", "check", suite_dir().to_str().unwrap()]));
     assert!(text.contains("(61 of 146 items)") && text.contains("+4.8 points (at most 10)\n"), "{text}");
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() { copy_dir(&path, &target) } else { std::fs::copy(&path, &target).map(|_| ()).unwrap() }
-    }
 }
 
 #[test]

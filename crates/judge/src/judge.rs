@@ -98,6 +98,9 @@ pub struct JudgeReport {
     pub output_tokens: u64,
 }
 
+/// Items read from the store at a time by [`judge_run`].
+const JUDGE_PAGE: usize = 512;
+
 /// Judges every answer of `run_id` that this judge has not judged yet (an item recorded as
 /// `judge_failed` or `generation_failed` is looked at again, so a `--retry-failed` run gets judged),
 /// committing each judgment as it arrives. The report crate summarises the stored judgments.
@@ -109,89 +112,96 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
     let name = judge.name();
     let hash = judge.texts.hash().to_string();
     let settings = serde_json::to_value(judge.settings).expect("settings serialise");
-    let records = store.records(run_id)?;
     let restarted = store.begin_judge_session(run_id, SessionKind::Rubric, &name, &settings, &hash)?;
     let done = store.judged_items(run_id, &name)?;
-    let mut work = Vec::new();
-    for record in records.iter().filter(|r| !done.contains(&r.item.scenario_id)) {
-        let item = &record.item;
-        let family = Family::of_group(&item.task).ok_or_else(|| {
-            JudgeError::Settings(format!(
-                "run `{run_id}`: item `{}` has an unknown task `{}`",
-                item.scenario_id, item.task
-            ))
-        })?;
-        let mut row = JudgeScore {
-            scenario_id: item.scenario_id.clone(),
-            task: item.task.clone(),
-            family,
-            outcome: JudgeOutcome::GenerationFailed,
-            scores: None,
-            mean: None,
-            reason: None,
-            attempts: 0,
-            raw: None,
-            error: None,
-        };
-        match &record.generation {
-            Some(g) if g.status == GenerationStatus::Generated => {
-                let text = g.text.clone().unwrap_or_default();
-                if text.trim().is_empty() {
-                    row.outcome = JudgeOutcome::EmptyAnswer;
+    let (mut judged_now, mut input_tokens, mut output_tokens) = (0, 0, 0);
+    // A page of items at a time: a sweep judges several runs at once, and a run's prompts are
+    // most of its bytes.
+    let mut after = None;
+    loop {
+        let records = store.records_page(run_id, after, JUDGE_PAGE)?;
+        let Some(last) = records.last() else { break };
+        after = Some(last.item.ord);
+        let mut work = Vec::new();
+        for record in records.iter().filter(|r| !done.contains(&r.item.scenario_id)) {
+            let item = &record.item;
+            let family = Family::of_group(&item.task).ok_or_else(|| {
+                JudgeError::Settings(format!(
+                    "run `{run_id}`: item `{}` has an unknown task `{}`",
+                    item.scenario_id, item.task
+                ))
+            })?;
+            let mut row = JudgeScore {
+                scenario_id: item.scenario_id.clone(),
+                task: item.task.clone(),
+                family,
+                outcome: JudgeOutcome::GenerationFailed,
+                scores: None,
+                mean: None,
+                reason: None,
+                attempts: 0,
+                raw: None,
+                error: None,
+            };
+            match &record.generation {
+                Some(g) if g.status == GenerationStatus::Generated => {
+                    let text = g.text.clone().unwrap_or_default();
+                    if text.trim().is_empty() {
+                        row.outcome = JudgeOutcome::EmptyAnswer;
+                        store.put_judge_score(run_id, &name, &row)?;
+                    } else {
+                        work.push((item, family, text));
+                    }
+                }
+                g => {
+                    row.error = Some(match g {
+                        Some(g) => g.failure().unwrap_or_default(),
+                        None => "no generation recorded".into(),
+                    });
                     store.put_judge_score(run_id, &name, &row)?;
-                } else {
-                    work.push((item, family, text));
                 }
             }
-            g => {
-                row.error = Some(match g {
-                    Some(g) => g.failure().unwrap_or_default(),
-                    None => "no generation recorded".into(),
-                });
-                store.put_judge_score(run_id, &name, &row)?;
-            }
         }
-    }
-    let judged_now = work.len();
-    let (mut input_tokens, mut output_tokens) = (0, 0);
-    let concurrency = judge.model.max_concurrency().max(1);
-    let mut stream = futures_util::stream::iter(work.into_iter().map(|(item, family, text)| async move {
-        let lang = item.lang;
-        let texts = judge.texts.lang(lang);
-        let criteria = texts.criteria(family);
-        let messages = rubric_messages(texts, &instructions(item), &item.reference, &text, criteria);
-        let asked = judge.ask(lang, messages, |t| parse_rubric(t, criteria)).await;
-        (item, family, asked)
-    }))
-    .buffer_unordered(concurrency);
-    while let Some((item, family, asked)) = stream.next().await {
-        input_tokens += asked.input_tokens;
-        output_tokens += asked.output_tokens;
-        judge.record(store, run_id, Purpose::Rubric, asked.usage())?;
-        let mut row = JudgeScore {
-            scenario_id: item.scenario_id.clone(),
-            task: item.task.clone(),
-            family,
-            outcome: JudgeOutcome::Scored,
-            scores: None,
-            mean: None,
-            reason: None,
-            attempts: asked.attempts,
-            raw: asked.raw,
-            error: None,
-        };
-        match asked.result {
-            Ok(a) => {
-                row.mean = Some(a.mean());
-                row.scores = Some(a.scores);
-                row.reason = Some(a.reason);
+        judged_now += work.len();
+        let concurrency = judge.model.max_concurrency().max(1);
+        let mut stream = futures_util::stream::iter(work.into_iter().map(|(item, family, text)| async move {
+            let lang = item.lang;
+            let texts = judge.texts.lang(lang);
+            let criteria = texts.criteria(family);
+            let messages = rubric_messages(texts, &instructions(item), &item.reference, &text, criteria);
+            let asked = judge.ask(lang, messages, |t| parse_rubric(t, criteria)).await;
+            (item, family, asked)
+        }))
+        .buffer_unordered(concurrency);
+        while let Some((item, family, asked)) = stream.next().await {
+            input_tokens += asked.input_tokens;
+            output_tokens += asked.output_tokens;
+            judge.record(store, run_id, Purpose::Rubric, asked.usage())?;
+            let mut row = JudgeScore {
+                scenario_id: item.scenario_id.clone(),
+                task: item.task.clone(),
+                family,
+                outcome: JudgeOutcome::Scored,
+                scores: None,
+                mean: None,
+                reason: None,
+                attempts: asked.attempts,
+                raw: asked.raw,
+                error: None,
+            };
+            match asked.result {
+                Ok(a) => {
+                    row.mean = Some(a.mean());
+                    row.scores = Some(a.scores);
+                    row.reason = Some(a.reason);
+                }
+                Err(f) => {
+                    row.outcome = f.judge_outcome();
+                    row.error = Some(f.message());
+                }
             }
-            Err(f) => {
-                row.outcome = f.judge_outcome();
-                row.error = Some(f.message());
-            }
+            store.put_judge_score(run_id, &name, &row)?;
         }
-        store.put_judge_score(run_id, &name, &row)?;
     }
     Ok(JudgeReport {
         run_id: run_id.into(),

@@ -234,9 +234,9 @@ pub fn reference_sap(rules: &SafetyRules, scenario_id: &str, lang: Lang, referen
 /// ([`reference_sap`]), replacing what was stored.
 pub fn reference_sap_run(store: &mut Store, run_id: &str, rules: &SafetyRules) -> Result<Vec<ReferenceSap>> {
     let rows: Vec<ReferenceSap> = store
-        .items(run_id)?
+        .item_references(run_id)?
         .iter()
-        .map(|item| reference_sap(rules, &item.scenario_id, item.lang, &item.reference))
+        .map(|(id, lang, reference)| reference_sap(rules, id, *lang, reference))
         .collect();
     store.replace_reference_sap(run_id, &rows)?;
     Ok(rows)

@@ -87,6 +87,40 @@ async fn rubric_scores_parse_retries_and_counted_failures() {
     assert_eq!(server.counters.requests.load(std::sync::atomic::Ordering::Relaxed), before);
 }
 
+/// A run longer than the judge's page (512 items read from the store at a time) is judged whole:
+/// one judgment per item, and a second pass over the same run asks nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_longer_than_a_page_is_judged_item_by_item_once() {
+    let suite = common::suite();
+    let prompts = common::prompts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.db")).unwrap();
+    let ids: Vec<String> = suite.scenarios.iter().map(|s| s.id.clone()).collect();
+    assert!(ids.len() > 512, "{} scenarios", ids.len());
+    let answers: Vec<(&str, Option<&str>)> = ids.iter().map(|id| (id.as_str(), Some("（点头）好。"))).collect();
+    common::make_run(&mut store, "r1", &suite, &prompts, &answers);
+    // Each family's rubric, found by its criteria in the judge's prompt.
+    const GOOD_R: &str =
+        "{\"scores\": {\"faithfulness\": 7, \"completeness\": 6, \"no_invention\": 8}, \"reason\": \"ok\"}";
+    let server = common::server(&[
+        ("\"persona_consistency\": <1-10>", GOOD_D),
+        ("\"no_invention\": <1-10>", GOOD_R),
+        ("\"constraint_following\": <1-10>", GOOD_I),
+    ])
+    .await;
+    let model = common::client("judge", &server.base_url());
+    let scheduler = common::scheduler();
+    let settings = JudgeSettings::pinned(1);
+    let judge =
+        JudgeHandle { model: &model, scheduler: &scheduler, settings: &settings, texts: common::texts(), prices: None };
+    let report = judge_run(&mut store, "r1", judge).await.unwrap();
+    assert_eq!(report.judged_now, ids.len());
+    let (_, o) = counted(&store, "r1", &report.judge);
+    assert_eq!((o.items, o.scored), (ids.len(), ids.len()));
+    let again = judge_run(&mut store, "r1", judge).await.unwrap();
+    assert_eq!(again.judged_now, 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn infrastructure_failures_are_counted_apart_and_asked_again() {
     let suite = common::suite();

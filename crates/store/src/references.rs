@@ -4,6 +4,7 @@
 //! a reference that breaks them). One row per item looked at; a run without rows was stored before
 //! the references were looked at. Added within schema 3 (created on open when missing).
 
+use h2htalk_data::suite::Lang;
 use rusqlite::params;
 use serde::Serialize;
 
@@ -53,6 +54,22 @@ impl Store {
             .map_err(e)?;
         }
         tx.commit().map_err(e)
+    }
+
+    /// Each item's scenario id, language and reference, in item order: what the SAP rules read,
+    /// without the prompts (most of an item's bytes).
+    pub fn item_references(&self, run_id: &str) -> StoreResult<Vec<(String, Lang, String)>> {
+        let rows: Vec<(String, String, String)> =
+            self.all("SELECT scenario_id, lang, reference FROM items WHERE run_id = ?1 ORDER BY ord", [run_id], |r| {
+                r.try_into()
+            })?;
+        let d = self.decoder(run_id);
+        rows.into_iter()
+            .map(|(id, lang, reference)| {
+                let lang = d.text(&id, "items.lang", &lang, Lang::from_code)?;
+                Ok((id, lang, reference))
+            })
+            .collect()
     }
 
     /// What is stored of `run_id`'s references, by scenario id (empty: not looked at).

@@ -141,7 +141,23 @@ impl Store {
         Ok(self.records_where(run_id, Some(scenario_id))?.pop())
     }
 
+    /// At most `limit` items of a run with their generations and scores, in item order, after the
+    /// item of order `after` (from the first when `None`): a run read a page at a time.
+    pub fn records_page(&self, run_id: &str, after: Option<usize>, limit: usize) -> StoreResult<Vec<Record>> {
+        self.records_query(run_id, None, after, Some(limit))
+    }
+
     fn records_where(&self, run_id: &str, scenario_id: Option<&str>) -> StoreResult<Vec<Record>> {
+        self.records_query(run_id, scenario_id, None, None)
+    }
+
+    fn records_query(
+        &self,
+        run_id: &str,
+        scenario_id: Option<&str>,
+        after: Option<usize>,
+        limit: Option<usize>,
+    ) -> StoreResult<Vec<Record>> {
         let raw: Vec<RawRecord> = self.all(
             "SELECT i.scenario_id, i.task, i.lang, i.ord, i.prompt, i.reference, \
                  g.status, g.text, g.finish_reason, g.input_tokens, g.output_tokens, g.latency_ms, g.attempts, \
@@ -150,8 +166,9 @@ impl Store {
                  FROM items i \
                  LEFT JOIN generations g ON g.run_id = i.run_id AND g.scenario_id = i.scenario_id \
                  LEFT JOIN scores s ON s.run_id = i.run_id AND s.scenario_id = i.scenario_id \
-                 WHERE i.run_id = ?1 AND (?2 IS NULL OR i.scenario_id = ?2) ORDER BY i.ord",
-            params![run_id, scenario_id],
+                 WHERE i.run_id = ?1 AND (?2 IS NULL OR i.scenario_id = ?2) AND (?3 IS NULL OR i.ord > ?3) \
+                 ORDER BY i.ord LIMIT ?4",
+            params![run_id, scenario_id, after.map(|a| a as i64), limit.map_or(-1, |l| l as i64)],
             |r| (0..RECORD_COLUMNS.len()).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<_, _>>().map(RawRecord),
         )?;
         let d = self.decoder(run_id);
