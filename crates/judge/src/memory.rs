@@ -315,7 +315,7 @@ pub async fn memory_run(
 
     // The replies: asked where none is stored (or it failed), judged where the judge has not read it.
     enum Work<'p> {
-        Ask(MemoryMode, &'p Probe, std::result::Result<Vec<ChatMessage>, String>),
+        Ask(MemoryMode, &'p Probe),
         Judge(MemoryAnswer, &'p Probe),
     }
     let mut work = Vec::new();
@@ -327,39 +327,36 @@ pub async fn memory_run(
                         work.push(Work::Judge(a.clone(), *probe));
                     }
                 }
-                _ => {
-                    let user = memory.user_of(probe);
-                    let messages = match mode {
-                        MemoryMode::Given => Ok(probe_messages(setup, user, probe, *mode, None)?),
-                        MemoryMode::Own => {
-                            let list = notes.get(&user.id).map(Vec::as_slice).unwrap_or_default();
-                            match list.iter().find(|n| n.answer.is_none()) {
-                                Some(n) => Err(format!(
-                                    "the memories after session {} could not be written: {}",
-                                    n.session,
-                                    n.error.as_deref().unwrap_or("no answer")
-                                )),
-                                None => {
-                                    let memories: Vec<Vec<Memory>> = list
-                                        .iter()
-                                        .map(|n| {
-                                            n.answer.as_deref().and_then(|a| parse_memories(a).ok()).unwrap_or_default()
-                                        })
-                                        .collect();
-                                    Ok(probe_messages(setup, user, probe, *mode, Some(&memories))?)
-                                }
-                            }
-                        }
-                    };
-                    work.push(Work::Ask(*mode, *probe, messages));
-                }
+                _ => work.push(Work::Ask(*mode, *probe)),
             }
         }
     }
+    // A probe's messages are made when it is asked, not all beforehand: in the given mode each
+    // holds the user's whole history. `Err` inside: the own mode's notes could not be written.
+    let notes = &notes;
+    let messages_for = |mode: MemoryMode, probe: &Probe| -> Result<std::result::Result<Vec<ChatMessage>, String>> {
+        let user = memory.user_of(probe);
+        if mode == MemoryMode::Given {
+            return Ok(Ok(probe_messages(setup, user, probe, mode, None)?));
+        }
+        let list = notes.get(&user.id).map(Vec::as_slice).unwrap_or_default();
+        if let Some(n) = list.iter().find(|n| n.answer.is_none()) {
+            return Ok(Err(format!(
+                "the memories after session {} could not be written: {}",
+                n.session,
+                n.error.as_deref().unwrap_or("no answer")
+            )));
+        }
+        let memories: Vec<Vec<Memory>> =
+            list.iter().map(|n| n.answer.as_deref().and_then(|a| parse_memories(a).ok()).unwrap_or_default()).collect();
+        Ok(Ok(probe_messages(setup, user, probe, mode, Some(&memories))?))
+    };
+    let messages_for = &messages_for;
     let mut stream = futures_util::stream::iter(work.into_iter().map(|w| async move {
         let (mut answer, probe, usage) = match w {
             Work::Judge(a, probe) => (a, probe, None),
-            Work::Ask(mode, probe, messages) => {
+            Work::Ask(mode, probe) => {
+                let messages = messages_for(mode, probe)?;
                 let user = memory.user_of(probe);
                 let mut a = MemoryAnswer {
                     mode,
@@ -442,10 +439,11 @@ pub async fn memory_run(
                 Err(e) => answer.judge_failure = Some(e.to_string()),
             }
         }
-        (answer, usage, judged)
+        Ok::<_, JudgeError>((answer, usage, judged))
     }))
     .buffer_unordered(concurrency);
-    while let Some((answer, usage, judged)) = stream.next().await {
+    while let Some(done) = stream.next().await {
+        let (answer, usage, judged) = done?;
         match usage {
             Some(usage) => {
                 counts.asked += 1;
