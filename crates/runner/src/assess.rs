@@ -8,7 +8,7 @@ use h2htalk_judge::{
     JudgeHandle, JudgeSettings, JudgeTexts, MemorySetup, SimulationSetup, check_run, judge_run, memory_run,
     reference_sap_run, safety_run, simulate, validity_run,
 };
-use h2htalk_llm::{GenerationSettings, ModelRef, RateLimits, RetryPolicy, Scheduler};
+use h2htalk_llm::{GenerationSettings, ModelRef, Scheduler};
 use h2htalk_prompt::Prompts;
 use h2htalk_report::compute::validity::ValidityReport;
 use h2htalk_report::{Bootstrap, RunAssessment};
@@ -213,7 +213,14 @@ pub async fn assess(
             validity_run(store, run_id, suite, prompts, *h, v.limit).await?;
         }
     }
-    if let Some(sim_spec) = spec.simulation.as_ref().filter(|s| s.n > 0) {
+    // Conversations and the memory suite's own mode wait for each answer of the companion: it is
+    // asked directly, never through batches, within its configuration's retries and rate limits.
+    let simulating = spec.simulation.as_ref().filter(|s| s.n > 0);
+    let direct = match simulating.is_some() || spec.memory.is_some() {
+        true => Some((companion.direct_model_for(&db, run_id, cache)?, companion.direct_scheduler())),
+        false => None,
+    };
+    if let (Some(sim_spec), Some((companion_model, companion_scheduler))) = (simulating, &direct) {
         phase(Phase::Simulate);
         let own = match &sim_spec.simulator {
             Some(s) => {
@@ -228,15 +235,12 @@ pub async fn assess(
         // Conversations go turn by turn, each turn waiting for the last: never through batches.
         let sim_scheduler = sim.resolved.direct_scheduler();
         let simulator = sim.resolved.direct_model_for(&db, run_id, cache)?;
-        let companion_model = companion.direct_model_for(&db, run_id, cache)?;
-        let companion_scheduler =
-            Scheduler::new(companion.model.max_concurrency(), RetryPolicy::default(), RateLimits::default());
         let setup = SimulationSetup {
             suite,
             prompts,
             sap: spec.sap.mode,
             companion: companion_model.as_ref(),
-            companion_scheduler: &companion_scheduler,
+            companion_scheduler,
             companion_settings: spec.request_settings(),
             simulator: simulator.as_ref(),
             simulator_scheduler: &sim_scheduler,
@@ -253,7 +257,7 @@ pub async fn assess(
         };
         simulate(store, run_id, &setup, &profiles, sim_spec.n, judge_spec.map_or(0, |j| j.seed)).await?;
     }
-    if let Some(mem_spec) = &spec.memory {
+    if let (Some(mem_spec), Some((companion_model, companion_scheduler))) = (&spec.memory, &direct) {
         phase(Phase::Memory);
         let memory = suite.memory()?.ok_or_else(|| {
             RunError::Usage(format!(
@@ -261,15 +265,12 @@ pub async fn assess(
                 suite.dir.display()
             ))
         })?;
-        // The own mode's probes wait for the notes: never through batches.
-        let companion_model = companion.direct_model_for(&db, run_id, cache)?;
-        let companion_scheduler = companion.direct_scheduler();
         let setup = MemorySetup {
             suite,
             prompts,
             sap: spec.sap.mode,
             companion: companion_model.as_ref(),
-            companion_scheduler: &companion_scheduler,
+            companion_scheduler,
             companion_settings: spec.request_settings(),
             companion_prices: spec.prices,
             judge: handle,
