@@ -462,6 +462,33 @@ fn memory_suite_runs_in_both_modes_and_is_reported_per_type() {
     assert_eq!(after, before, "a resumed run asks no probe again");
     assert_eq!(resumed["assessment"]["memory"]["modes"][0]["rows"][5]["probes"], 5);
 
+    // `runs export` writes every reply and note beside the answers, and the manifest says so.
+    let out_dir = dir.path().join("export");
+    let printed = common::stdout(&h2htalk(&[
+        "runs",
+        "export",
+        &run_id,
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
+    assert!(printed.contains("the memory suite: 10 replies"), "{printed}");
+    let replies: Vec<Value> = std::fs::read_to_string(out_dir.join("memory/answers.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 10, "5 probes in each mode");
+    let surgeon = replies.iter().find(|r| r["mode"] == "given" && r["kind"] == "single_session").unwrap();
+    assert_eq!((surgeon["reply"].as_str(), surgeon["judge_score"].as_f64()), (Some("It was Dr. Okonkwo."), Some(8.0)));
+    let notes = std::fs::read_to_string(out_dir.join("memory/notes.jsonl")).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["memory"]["answers"], 10);
+    assert_eq!(manifest["memory"]["notes"].as_u64(), Some(notes.lines().count() as u64));
+    assert!(notes.lines().count() > 0, "the own mode wrote a note per session");
+
     // A suite without memory/ is refused before anything runs.
     let bare = dir.path().join("bare");
     std::fs::create_dir_all(bare.join("scenarios")).unwrap();

@@ -7,6 +7,10 @@
 //! (`{"index": N, "response": ...}`, in line order), no references are copied, and the manifest
 //! names the official data directory; `h2htalk score --references <official dir>` reads it
 //! (with `--partial` when the run did not cover every line).
+//!
+//! A run that answered the memory suite (`run --memory`) also gets `memory/answers.jsonl` (every
+//! reply, failed ones with their reason, with what the rules and the judge made of it) and, for the
+//! `own` mode, `memory/notes.jsonl` (what the companion wrote down after each session).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,6 +29,9 @@ pub struct Exported {
     pub not_exported: usize,
     /// For a run of official lines: the official data directory the predictions answer.
     pub official_references: Option<std::path::PathBuf>,
+    /// The memory suite's replies and notes written (`memory/`).
+    pub memory_answers: usize,
+    pub memory_notes: usize,
 }
 
 pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -> Result<Exported> {
@@ -86,6 +93,7 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
         return Err(RunError::Usage(format!("run {run_id} has no generated sub-task answers to export")));
     }
     let io = |path: &Path, e: std::io::Error| RunError::Usage(format!("{}: {e}", path.display()));
+    let (memory_answers, memory_notes) = export_memory(store, run_id, &out.join("memory"), redact_texts)?;
     if let Some(refs) = &official {
         let dir = out.join("predictions");
         std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
@@ -104,6 +112,7 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
             "line_ids": ids,
             "not_exported": not_exported,
         });
+        let manifest = with_memory(manifest, memory_answers, memory_notes);
         write_atomically(
             &out.join("manifest.json"),
             serde_json::to_string_pretty(&manifest).expect("json").as_bytes(),
@@ -113,6 +122,8 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
             tasks: predictions.len(),
             not_exported: not_exported.len(),
             official_references: Some(refs.clone()),
+            memory_answers,
+            memory_notes,
         });
     }
     for sub in ["predictions", "references"] {
@@ -124,13 +135,58 @@ pub fn export_run(store: &Store, run_id: &str, out: &Path, redact_texts: bool) -
         write_atomically(&out.join("references").join(format!("{task}.jsonl")), references[task].as_bytes())?;
     }
     let manifest = json!({"run_id": run_id, "redacted": redact_texts, "line_ids": ids, "not_exported": not_exported});
+    let manifest = with_memory(manifest, memory_answers, memory_notes);
     write_atomically(&out.join("manifest.json"), serde_json::to_string_pretty(&manifest).expect("json").as_bytes())?;
     Ok(Exported {
         answers: ids.values().map(Vec::len).sum(),
         tasks: predictions.len(),
         not_exported: not_exported.len(),
         official_references: None,
+        memory_answers,
+        memory_notes,
     })
+}
+
+/// The manifest with what it says of the memory suite, where the run answered it (left out
+/// otherwise, so that exports of earlier runs stay as they were).
+fn with_memory(mut manifest: serde_json::Value, answers: usize, notes: usize) -> serde_json::Value {
+    if answers > 0 || notes > 0 {
+        manifest["memory"] =
+            json!({"answers": answers, "notes": notes, "files": "memory/answers.jsonl, memory/notes.jsonl (own mode)"});
+    }
+    manifest
+}
+
+/// Writes the memory suite's replies and notes of `run_id` into `dir` (nothing when it has none);
+/// returns how many of each.
+fn export_memory(store: &Store, run_id: &str, dir: &Path, redact_texts: bool) -> Result<(usize, usize)> {
+    let mut answers = store.memory_answers(run_id)?;
+    let mut notes = store.memory_notes(run_id)?;
+    if answers.is_empty() && notes.is_empty() {
+        return Ok((0, 0));
+    }
+    if redact_texts {
+        for a in &mut answers {
+            a.reply = a.reply.as_deref().map(redact);
+        }
+        for n in &mut notes {
+            n.answer = n.answer.as_deref().map(redact);
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| RunError::Usage(format!("{}: {e}", dir.display())))?;
+    let lines = |rows: Vec<serde_json::Value>| rows.iter().map(|r| r.to_string() + "\n").collect::<String>();
+    let json = |v: serde_json::Result<serde_json::Value>| v.expect("memory rows serialise");
+    write_atomically(
+        &dir.join("answers.jsonl"),
+        lines(answers.iter().map(|a| json(serde_json::to_value(a))).collect()).as_bytes(),
+    )?;
+    if !notes.is_empty() {
+        write_atomically(
+            &dir.join("notes.jsonl"),
+            lines(notes.iter().map(|n| json(serde_json::to_value(n))).collect()).as_bytes(),
+        )?;
+    }
+    Ok((answers.len(), notes.len()))
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, so that a failure

@@ -359,6 +359,17 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// How many rows of `table` each run holds (runs without any left out; none when the store
+    /// has no such table yet).
+    pub(crate) fn rows_per_run(&self, table: &str) -> StoreResult<std::collections::BTreeMap<String, usize>> {
+        if !self.has_table(table)? {
+            return Ok(Default::default());
+        }
+        let sql = format!("SELECT run_id, count(*) FROM {table} GROUP BY run_id");
+        let rows: Vec<(String, i64)> = self.all(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.into_iter().map(|(r, n)| (r, n as usize)).collect())
+    }
+
     // ---- safety -----------------------------------------------------------------------------
 
     /// Replaces the safety verdicts of `run_id` by `judge`.

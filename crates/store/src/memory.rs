@@ -239,6 +239,11 @@ impl Store {
         Ok(())
     }
 
+    /// How many memory-suite replies each run holds (runs without any are left out).
+    pub fn memory_counts(&self) -> StoreResult<std::collections::BTreeMap<String, usize>> {
+        self.rows_per_run("memory_answers")
+    }
+
     /// The replies of `run_id` in mode, then probe order of the suite (its ids sort in part and
     /// line order: `mem-<lang>-NNN-K`).
     pub fn memory_answers(&self, run_id: &str) -> StoreResult<Vec<MemoryAnswer>> {

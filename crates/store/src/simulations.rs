@@ -291,12 +291,7 @@ impl Store {
 
     /// How many simulations each run holds (runs without any are left out).
     pub fn simulation_counts(&self) -> StoreResult<std::collections::BTreeMap<String, usize>> {
-        if !self.has_table("simulations")? {
-            return Ok(Default::default());
-        }
-        let rows: Vec<(String, i64)> =
-            self.all("SELECT run_id, count(*) FROM simulations GROUP BY run_id", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.into_iter().map(|(r, n)| (r, n as usize)).collect())
+        self.rows_per_run("simulations")
     }
 
     /// The simulations of a run in index order, with their facts, sessions and turns.

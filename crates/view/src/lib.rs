@@ -14,6 +14,7 @@
 //! - `/items?run=RUN&task=TASK&q=TEXT&sort=METRIC&desc=1&...` items (see [`pages::ItemsQuery`]);
 //! - `/item/RUN/SCENARIO` one item;
 //! - `/sim/RUN` a run's simulated conversations, session by session;
+//! - `/memory/RUN?mode=MODE&kind=TYPE` a run's replies to the memory suite, probe by probe;
 //! - `/side?runs=RUN_A,RUN_B&task=TASK&scenario=SCENARIO` one scenario, run beside run;
 //! - `/diff?a=RUN_A&b=RUN_B&metric=METRIC` the scenarios two runs share, largest difference first;
 //! - `/annotate/SET` rating an annotation set by people ([`rate`]).
@@ -195,6 +196,7 @@ pub async fn prepare(options: &ViewOptions, progress: impl Fn(&str)) -> Result<S
         .route("/item/{run}/{scenario}", get(pages::item))
         .route("/side", get(pages::side))
         .route("/sim/{run}", get(pages::simulations))
+        .route("/memory/{run}", get(pages::memory))
         .route("/diff", get(pages::diff))
         .route("/view.css", get(pages::style))
         .route("/view.js", get(pages::script))

@@ -16,8 +16,9 @@ use crate::App;
 /// Rows per page of a listing.
 pub const PAGE: usize = 50;
 
-const TEMPLATES: [(&str, &str); 10] = [
+const TEMPLATES: [(&str, &str); 11] = [
     ("sim.html", include_str!("../templates/sim.html")),
+    ("memory.html", include_str!("../templates/memory.html")),
     ("annotate.html", include_str!("../templates/annotate.html")),
     ("rate.html", include_str!("../templates/rate.html")),
     ("base.html", include_str!("../templates/base.html")),
@@ -80,7 +81,8 @@ pub async fn not_found(State(app): State<Arc<App>>) -> Response {
     error_page(
         &app,
         StatusCode::NOT_FOUND,
-        "no such page: the viewer's pages are /, /items, /item/RUN/SCENARIO, /side, /diff and /annotate/SET",
+        "no such page: the viewer's pages are /, /items, /item/RUN/SCENARIO, /side, /diff, /sim/RUN, /memory/RUN and \
+         /annotate/SET",
     )
 }
 
@@ -93,6 +95,7 @@ pub async fn runs(State(app): State<Arc<App>>) -> Response {
     };
     let sweeps = store.sweeps().unwrap_or_default();
     let simulations = store.simulation_counts().unwrap_or_default();
+    let memory = store.memory_counts().unwrap_or_default();
     drop(store);
     let counts = app.facets.lock().unwrap_or_else(|e| e.into_inner()).runs.clone();
     let rows: Vec<Value> = runs
@@ -104,6 +107,7 @@ pub async fn runs(State(app): State<Arc<App>>) -> Response {
                 sap => r.spec.sap.mode.as_str(), suite => r.spec.suite.name.clone().unwrap_or_else(|| r.spec.suite.fingerprint.clone()),
                 protocol => r.spec.protocol().fingerprint(), items => c.0, failed => c.1, pending => c.2,
                 simulations => simulations.get(&r.id).copied().unwrap_or(0),
+                memory => memory.get(&r.id).copied().unwrap_or(0),
             }
         })
         .collect();
@@ -514,4 +518,100 @@ pub async fn simulations(State(app): State<Arc<App>>, Path(run): Path<String>) -
         "sim.html",
         context! { db => app.db, run, model => row.spec.model_id.to_string(), sap => row.spec.sap.mode.as_str(), sims },
     )
+}
+
+/// The query of `/memory/RUN`: the mode and the probe type to show (empty: every one).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct MemoryQuery {
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    kind: String,
+}
+
+/// `/memory/RUN`: the run's replies to the memory suite (`run --memory`), probe by probe: the
+/// probe's message and gold reply with its key facts (read from the run's suite), the reply, and
+/// what the rules and the judge made of it; then the `own` mode's notes, session by session.
+pub async fn memory(
+    State(app): State<Arc<App>>,
+    Path(run): Path<String>,
+    query: Result<Query<MemoryQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Ok(Query(q)) = query else {
+        return error_page(&app, StatusCode::BAD_REQUEST, "give ?mode=given|own&kind=PROBE_TYPE, or neither");
+    };
+    let store = app.store.lock().unwrap_or_else(|e| e.into_inner());
+    let row = match store.run(&run) {
+        Ok(Some(r)) => r,
+        Ok(None) => return error_page(&app, StatusCode::NOT_FOUND, &format!("no run `{run}` in this store")),
+        Err(e) => return failed(&app, e),
+    };
+    let (answers, notes) = match store.memory_answers(&run).and_then(|a| Ok((a, store.memory_notes(&run)?))) {
+        Ok(x) => x,
+        Err(e) => return failed(&app, e),
+    };
+    drop(store);
+    let (probes, suite_note) = if answers.is_empty() { (BTreeMap::new(), None) } else { probes_of(&row.spec) };
+    let modes: Vec<&str> = answers.iter().map(|a| a.mode.as_str()).fold(Vec::new(), distinct);
+    let kinds: Vec<&str> = answers.iter().map(|a| a.kind.as_str()).fold(Vec::new(), distinct);
+    let shown: Vec<Value> = answers
+        .iter()
+        .filter(|a| {
+            (q.mode.is_empty() || a.mode.as_str() == q.mode) && (q.kind.is_empty() || a.kind.as_str() == q.kind)
+        })
+        .map(|a| {
+            let p = probes.get(&a.probe_id);
+            context! {
+                a => Value::from_serialize(a), mode => a.mode.as_str(), kind => a.kind.as_str(),
+                invented_by => a.invented_by.map(|b| b.as_str()), correct => a.correct(), stale => a.stale(),
+                date => p.map(|p| p.date.to_string()), question => p.map(|p| p.question.clone()),
+                gold => p.map(|p| p.answer.clone()),
+                facts => p.map(|p| p.key_facts.iter().map(|f| f.join(" / ")).collect::<Vec<_>>()),
+                outdated => p.map(|p| p.stale.iter().map(|f| f.join(" / ")).collect::<Vec<_>>()),
+            }
+        })
+        .collect();
+    let notes: Vec<Value> = notes.iter().map(Value::from_serialize).collect();
+    render(
+        &app,
+        "memory.html",
+        context! {
+            db => app.db, run, model => row.spec.model_id.to_string(), sap => row.spec.sap.mode.as_str(),
+            all => answers.len(), shown, modes, kinds, mode => q.mode, kind => q.kind, notes, suite_note,
+        },
+    )
+}
+
+fn distinct<'a>(mut seen: Vec<&'a str>, x: &'a str) -> Vec<&'a str> {
+    if !seen.contains(&x) {
+        seen.push(x);
+    }
+    seen
+}
+
+/// The memory probes of the run's suite by id, or none with the reason they cannot be shown; a
+/// suite that changed since the run is read with a note saying so.
+fn probes_of(spec: &h2htalk_store::RunSpec) -> (BTreeMap<String, h2htalk_data::suite::memory::Probe>, Option<String>) {
+    let loaded = h2htalk_data::suite::embedded::or_embedded(spec.suite.dir.as_deref()).and_then(|dir| {
+        let suite = h2htalk_data::suite::load_suite_with(&dir, spec.suite.references.as_deref())?;
+        Ok((suite.fingerprint() != spec.suite.fingerprint, dir, suite.memory()?))
+    });
+    match loaded {
+        Ok((changed, dir, Some(memory))) => {
+            let note = changed.then(|| {
+                format!(
+                    "The suite at {} has changed since this run (its fingerprint was {}): the messages and gold \
+                     replies shown are the suite's as it is now.",
+                    dir.display(),
+                    spec.suite.fingerprint
+                )
+            });
+            (memory.probes.into_iter().map(|p| (p.id.clone(), p)).collect(), note)
+        }
+        Ok((_, dir, None)) => (
+            BTreeMap::new(),
+            Some(format!("The suite at {} has no memory suite now: only the replies are shown.", dir.display())),
+        ),
+        Err(e) => (BTreeMap::new(), Some(format!("The run's suite cannot be read ({e}): only the replies are shown."))),
+    }
 }

@@ -322,3 +322,98 @@ async fn simulated_conversations_session_by_session() {
     let (status, _) = get(&format!("{base}/sim/nope")).await;
     assert_eq!(status, 404);
 }
+
+fn memory_answer(mode: h2htalk_store::MemoryMode, probe: &str, reply: Option<&str>) -> h2htalk_store::MemoryAnswer {
+    use h2htalk_data::suite::memory::ProbeType;
+    let abstention = probe.ends_with("-5");
+    h2htalk_store::MemoryAnswer {
+        mode,
+        probe_id: probe.into(),
+        user_id: "mem-en-001".into(),
+        kind: if abstention { ProbeType::Abstention } else { ProbeType::SingleSession },
+        lang: h2htalk_data::suite::Lang::En,
+        reply: reply.map(str::to_string),
+        error: reply.is_none().then(|| "timeout after 3 tries".to_string()),
+        facts_held: usize::from(reply.is_some_and(|r| r.contains("Okonkwo"))),
+        facts_total: usize::from(!abstention),
+        stale_held: 0,
+        abstained: false,
+        invented: reply.map(|_| abstention),
+        invented_by: (abstention && reply.is_some()).then_some(h2htalk_store::InventedBy::Rule),
+        judge: Some("openai:judge".into()),
+        judge_score: reply.map(|_| 7.0),
+        judge_invented_fact: None,
+        judge_reason: reply.map(|_| "named the surgeon".to_string()),
+        judge_failure: None,
+        input_tokens: Some(900),
+        output_tokens: Some(20),
+        latency_ms: 12.0,
+        created_at: "2026-12-05T09:00:00Z".into(),
+    }
+}
+
+#[tokio::test]
+async fn memory_suite_replies_probe_by_probe_with_the_suites_message_and_gold() {
+    use h2htalk_store::MemoryMode::{Given, Own};
+    let dir = TempDir::new().unwrap();
+    let db = store(dir.path());
+    {
+        let mut s = Store::open(&db).unwrap();
+        s.put_memory_answer("a", &memory_answer(Given, "mem-en-001-1", Some("Dr. Okonkwo, I think."))).unwrap();
+        s.put_memory_answer("a", &memory_answer(Given, "mem-en-001-5", Some("<script>alert(1)</script>"))).unwrap();
+        s.put_memory_answer("a", &memory_answer(Own, "mem-en-001-1", None)).unwrap();
+        let note = h2htalk_store::MemoryNote {
+            user_id: "mem-en-001".into(),
+            session: 1,
+            answer: Some("[{\"content\": \"mother's knee surgery\"}]".into()),
+            memories: 1,
+            format_error: None,
+            error: None,
+        };
+        s.put_memory_note("a", &note).unwrap();
+    }
+    let (base, _) = start(&db, false).await;
+    let (_, home) = get(&format!("{base}/")).await;
+    assert!(home.contains("/memory/a\">3 replies"), "{home}");
+    assert!(!home.contains("/memory/b\""), "run b answered no probe");
+
+    let (status, page) = get(&format!("{base}/memory/a")).await;
+    assert_eq!(status, 200);
+    for want in [
+        "3 of 3 replies shown",
+        // The probe's message, gold reply and key fact, read from the run's suite.
+        "guy who did her knee",
+        "Her surgeon was Dr. Okonkwo",
+        "<li>Okonkwo</li>",
+        "Dr. Okonkwo, I think.",
+        "<tr><th>key facts held</th><td>1 of 1</td></tr>",
+        "<tr><th>by the rules</th><td>correct</td></tr>",
+        "named the surgeon",
+        // The abstention probe answered: wrong by the rules, invented by the rules.
+        "yes (by the rule)",
+        // The failed call, with its reason.
+        "timeout after 3 tries",
+        // The own mode's note.
+        "mother&#x27;s knee surgery",
+        // The test spec's fingerprint is not the suite's: said.
+        "has changed since this run",
+    ] {
+        assert!(page.contains(want), "the memory page lacks {want}");
+    }
+    assert!(!page.contains("<script>alert"), "model text stays inert");
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;")
+            || page.contains("&lt;script&gt;alert(1)&lt;/script&gt;")
+    );
+
+    let (_, own) = get(&format!("{base}/memory/a?mode=own")).await;
+    assert!(own.contains("1 of 3 replies shown") && own.contains("timeout after 3 tries"), "{own}");
+    assert!(!own.contains("Dr. Okonkwo, I think."));
+    let (_, abst) = get(&format!("{base}/memory/a?kind=abstention")).await;
+    assert!(abst.contains("1 of 3 replies shown"), "{abst}");
+
+    let (status, empty) = get(&format!("{base}/memory/b")).await;
+    assert!(status == 200 && empty.contains("no replies to the memory suite"));
+    let (status, _) = get(&format!("{base}/memory/nope")).await;
+    assert_eq!(status, 404);
+}

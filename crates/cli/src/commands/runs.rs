@@ -107,6 +107,14 @@ pub fn run(cmd: RunsCommand) -> anyhow::Result<()> {
             if e.not_exported > 0 {
                 println!("{} item(s) not exported (listed with reasons in manifest.json)", e.not_exported);
             }
+            if e.memory_answers > 0 {
+                let out = args.out.display();
+                let notes = match e.memory_notes {
+                    0 => String::new(),
+                    n => format!(", {n} session notes to {out}/memory/notes.jsonl"),
+                };
+                println!("the memory suite: {} replies to {out}/memory/answers.jsonl{notes}", e.memory_answers);
+            }
             match &e.official_references {
                 Some(refs) => {
                     // Lines the run did not answer are absent: --partial scores the lines given.
