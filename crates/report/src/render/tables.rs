@@ -499,7 +499,8 @@ fn memory_table(m: &MemorySection, pct: &str) -> Table {
             "given: every dated session in the prompt; own: only the memories the model wrote after each session. \
              Correct: every key fact held (abstention: says it was never told). Invented memory: a personal fact \
              the history never gave, decided by {} (rules alone decide only abstention probes); a hard failure. \
-             Failed calls are counted, never scored.{notes}",
+             Failed calls are counted, never scored.{notes} Every reply, probe by probe: `h2htalk view`, page \
+             /memory/RUN (or `h2htalk runs export RUN --out DIR`: DIR/memory/answers.jsonl).",
             if m.judges.is_empty() { "the rules".to_string() } else { format!("the judge {}", m.judges.join(", ")) }
         )),
     }
