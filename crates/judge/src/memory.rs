@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
 use h2htalk_data::Suite;
+use h2htalk_data::redact::redact;
 use h2htalk_data::suite::memory::{MemorySuite, MemoryUser, Probe, ProbeType, facts_held};
 use h2htalk_data::suite::{Lang, Memory, Role};
 use h2htalk_llm::{ChatMessage, ChatModel, ChatRequest, GenerationSettings, Scheduler};
@@ -43,6 +44,9 @@ pub struct MemorySetup<'a> {
     /// Reads each reply against the whole history; without it only the rules decide.
     pub judge: Option<JudgeHandle<'a>>,
     pub texts: &'a JudgeTexts,
+    /// `run --redact`: personal data masked in each reply, note and error as it arrives, before
+    /// the rules and the judge read it (as answers are scored on their masked text).
+    pub redact: bool,
 }
 
 /// The probes `spec` asks for: all, or the first `limit` of each type, in suite order.
@@ -235,6 +239,7 @@ pub async fn memory_run(
     let mut counts = MemoryRunCounts::default();
     let concurrency = setup.companion.max_concurrency().max(1);
     let companion = setup.companion.id().to_string();
+    let mask = |t: String| if setup.redact { redact(&t) } else { t };
 
     // The `own` mode's notes: every session of every user it asks about.
     let mut notes: BTreeMap<String, Vec<MemoryNote>> = BTreeMap::new();
@@ -280,18 +285,12 @@ pub async fn memory_run(
                         prices: setup.companion_prices,
                     };
                     store.add_usage(run_id, &row)?;
-                    let (memories, format_error) = match parse_memories(&resp.text) {
+                    let text = mask(resp.text);
+                    let (memories, format_error) = match parse_memories(&text) {
                         Ok(m) => (m.len(), None),
                         Err(e) => (0, Some(e)),
                     };
-                    MemoryNote {
-                        user_id: u.into(),
-                        session,
-                        answer: Some(resp.text),
-                        memories,
-                        format_error,
-                        error: None,
-                    }
+                    MemoryNote { user_id: u.into(), session, answer: Some(text), memories, format_error, error: None }
                 }
                 Err(e) => MemoryNote {
                     user_id: u.into(),
@@ -299,7 +298,7 @@ pub async fn memory_run(
                     answer: None,
                     memories: 0,
                     format_error: None,
-                    error: Some(e.to_string()),
+                    error: Some(mask(e.to_string())),
                 },
             };
             store.put_memory_note(run_id, &note)?;
@@ -394,7 +393,7 @@ pub async fn memory_run(
                                 a.input_tokens = resp.input_tokens;
                                 a.output_tokens = resp.output_tokens;
                                 usage = Some(CallUsage::answer(resp.input_tokens, resp.output_tokens));
-                                let reply = resp.text.trim().to_string();
+                                let reply = mask(resp.text.trim().to_string());
                                 let texts = texts_of(setup.texts, user.lang).expect("checked before the run");
                                 let r = read_reply(texts, probe, &reply);
                                 a.facts_held = r.facts_held;
@@ -408,7 +407,7 @@ pub async fn memory_run(
                             }
                             Err(e) => {
                                 a.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-                                a.error = Some(e.to_string());
+                                a.error = Some(mask(e.to_string()));
                             }
                         }
                     }
@@ -426,13 +425,13 @@ pub async fn memory_run(
                     match &asked.result {
                         Ok(v) => {
                             answer.judge_score = Some(f64::from(v.score));
-                            answer.judge_reason = Some(v.reason.clone());
-                            answer.judge_invented_fact = v.invented.then(|| v.invented_fact.clone());
+                            answer.judge_reason = Some(mask(v.reason.clone()));
+                            answer.judge_invented_fact = v.invented.then(|| mask(v.invented_fact.clone()));
                             answer.judge_failure = None;
                             answer.invented = Some(v.invented);
                             answer.invented_by = Some(InventedBy::Judge);
                         }
-                        Err(f) => answer.judge_failure = Some(f.message()),
+                        Err(f) => answer.judge_failure = Some(mask(f.message())),
                     }
                     judged = Some(asked.usage());
                 }

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use h2htalk_data::redact::redact;
 use h2htalk_data::suite::profiles::{At, Attachment, Direction, Distance, Fact, UserProfile};
 use h2htalk_data::suite::{
     Inputs, Lang, Memory, NO_KEY_INFORMATION, Role, Scenario, Source, Tags, Turn, memory_blocks,
@@ -380,6 +381,29 @@ pub struct SimulationSetup<'a> {
     pub max_parse_attempts: u32,
     /// The simulator's and the needs judge's texts, from the suite.
     pub texts: &'a JudgeTexts,
+    /// `run --redact`: personal data masked in every text stored (what was said, the memories,
+    /// errors and the judge's reason).
+    pub redact: bool,
+}
+
+/// The sessions with personal data masked in what the user and the companion said, the memories
+/// shown and written, and the errors (`run --redact`).
+fn redacted(sessions: &[SimulatedSession]) -> Vec<SimulatedSession> {
+    let opt = |t: &mut Option<String>| *t = t.as_deref().map(redact);
+    let mut sessions = sessions.to_vec();
+    for s in &mut sessions {
+        for t in &mut s.turns {
+            t.user = redact(&t.user);
+            opt(&mut t.companion);
+            opt(&mut t.companion_role_break);
+        }
+        for m in &mut s.memories_shown {
+            m.content = redact(&m.content);
+        }
+        opt(&mut s.memory_answer);
+        opt(&mut s.memory_error);
+    }
+    sessions
 }
 
 /// One simulated conversation and what it found (stored as a [`Simulation`]).
@@ -676,6 +700,7 @@ pub async fn simulate(
     let companion = setup.companion.id().to_string();
     let simulator = setup.simulator.id().to_string();
     let judge = setup.judge.map(|j| j.name());
+    let mask = |t: &Option<String>| if setup.redact { t.as_deref().map(redact) } else { t.clone() };
     let mut results = Vec::new();
     for i in 0..n {
         let profile = &profiles[i % profiles.len()];
@@ -697,18 +722,18 @@ pub async fn simulate(
                 simulator: simulator.clone(),
                 judge: judge.clone(),
                 outcome: r.outcome,
-                error: r.error.clone(),
+                error: mask(&r.error),
                 created_at: h2htalk_store::now_utc(),
                 settings: Some(settings),
                 facts: r.facts.clone(),
                 needs: r.needs_outcome,
                 hidden_need_met: r.hidden_need_met,
                 changed_need_met: r.changed_need_met,
-                needs_reason: r.needs_reason.clone(),
+                needs_reason: mask(&r.needs_reason),
                 memory_format_failures: r.memory_format_failures,
                 simulator_role_breaks: Some(r.simulator_role_breaks),
                 companion_role_breaks: Some(r.companion_role_breaks),
-                sessions: r.sessions.clone(),
+                sessions: if setup.redact { redacted(&r.sessions) } else { r.sessions.clone() },
             },
         )?;
         let helpers = [
@@ -743,6 +768,32 @@ mod tests {
         assert_eq!(m[1].category.as_str(), "工作");
         assert!(parse_memories(NO_KEY_INFORMATION).unwrap().is_empty());
         assert!(parse_memories("记忆内容：x\n记忆类别：猫\n记忆重要性：1").unwrap_err().contains("24 categories"));
+    }
+
+    #[test]
+    fn redacted_sessions_mask_every_text_and_keep_the_rest() {
+        let memories = parse_memories("记忆内容：手机号13812345678\n记忆类别：工作\n记忆重要性：1").unwrap();
+        let session = SimulatedSession {
+            session: 2,
+            turns: vec![SimulatedTurn {
+                user: "我的邮箱是 amy@example.com".into(),
+                state: 4,
+                companion: Some("好的，我记下了 13812345678".into()),
+                companion_role_break: Some("它说了 amy@example.com".into()),
+            }],
+            memories_shown: memories,
+            memory_answer: Some("记忆内容：邮箱 amy@example.com".into()),
+            memory_error: Some("格式错误：13812345678".into()),
+        };
+        let masked = redacted(std::slice::from_ref(&session));
+        let t = &masked[0].turns[0];
+        assert_eq!(t.user, "我的邮箱是 [EMAIL]");
+        assert_eq!(t.companion.as_deref(), Some("好的，我记下了 [PHONE]"));
+        assert_eq!(t.companion_role_break.as_deref(), Some("它说了 [EMAIL]"));
+        assert_eq!(masked[0].memories_shown[0].content, "手机号[PHONE]");
+        assert_eq!(masked[0].memory_answer.as_deref(), Some("记忆内容：邮箱 [EMAIL]"));
+        assert_eq!(masked[0].memory_error.as_deref(), Some("格式错误：[PHONE]"));
+        assert_eq!((masked[0].session, t.state, masked[0].memories_shown.len()), (2, 4, 1));
     }
 
     #[test]

@@ -52,6 +52,10 @@ fn both(limit: usize) -> MemorySpec {
 }
 
 async fn run_against(store: &mut Store, url: &str, spec: &MemorySpec) -> MemoryRunCounts {
+    run_with(store, url, spec, false).await
+}
+
+async fn run_with(store: &mut Store, url: &str, spec: &MemorySpec, redact: bool) -> MemoryRunCounts {
     let suite = common::suite();
     let prompts = common::prompts();
     let memory = suite.memory().unwrap().expect("the suite has a memory suite");
@@ -75,6 +79,7 @@ async fn run_against(store: &mut Store, url: &str, spec: &MemorySpec) -> MemoryR
             prices: None,
         }),
         texts: common::texts(),
+        redact,
     };
     memory_run(store, "r1", &setup, &memory, spec).await.unwrap()
 }
@@ -199,6 +204,7 @@ fn the_two_modes_show_the_history_or_the_notes_and_the_day() {
         companion_prices: None,
         judge: None,
         texts,
+        redact: false,
     };
     let given = probe_messages(&setup, user, probe, MemoryMode::Given, None).unwrap();
     let first = &user.sessions[0];
@@ -219,4 +225,39 @@ fn the_two_modes_show_the_history_or_the_notes_and_the_day() {
     assert!(own[1].content.contains(&format!("Today is {}", probe.date)));
     assert!(own[0].content.contains("Secure") || own[0].role == "system");
     let _ = PROBE_TEMPLATE;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_redact_replies_notes_and_the_judges_texts_are_masked_before_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.db")).unwrap();
+    let suite = common::suite();
+    common::make_run(&mut store, "r1", &suite, &common::prompts(), &[("dialogue_base-001", Some("（点头）嗯。"))]);
+    let reply = "It was Dr. Okonkwo; his office is 13812345678.";
+    let script = [
+        (
+            "his office is",
+            r#"{"score": 8, "invented": false, "invented_fact": "", "reason": "named him, and gave 13812345678"}"#,
+        ),
+        ("Neither of us can remember his name", reply),
+        ("47 unread slack messages", "记忆内容：邮箱是 amy@example.com\n记忆类别：工作\n记忆重要性：1"),
+    ];
+    let config = ServerConfig {
+        script: script.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..Default::default()
+    };
+    let server = TestServer::start(config, 0).await.unwrap();
+    let spec = MemorySpec { modes: vec![MemoryMode::Given, MemoryMode::Own], limit: Some(1) };
+    run_with(&mut store, &server.base_url(), &spec, true).await;
+    let answers = store.memory_answers("r1").unwrap();
+    let single = answers.iter().find(|a| a.mode == MemoryMode::Given && a.probe_id == "mem-en-001-1").unwrap();
+    assert_eq!(single.reply.as_deref(), Some("It was Dr. Okonkwo; his office is [PHONE]."));
+    // The rules read the masked reply: the surgeon's name is still there.
+    assert_eq!((single.facts_held, single.correct()), (1, Some(true)));
+    assert_eq!(single.judge_reason.as_deref(), Some("named him, and gave [PHONE]"));
+    let stored = format!("{answers:?}{:?}", store.memory_notes("r1").unwrap());
+    assert!(!stored.contains("13812345678") && !stored.contains("amy@example.com"), "{stored}");
+    let notes = store.memory_notes("r1").unwrap();
+    assert_eq!(notes[0].answer.as_deref(), Some("记忆内容：邮箱是 [EMAIL]\n记忆类别：工作\n记忆重要性：1"));
+    assert_eq!(notes[0].memories, 1, "the masked note still parses");
 }

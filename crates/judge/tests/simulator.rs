@@ -109,6 +109,7 @@ async fn four_sessions_carry_memories_and_score_recall_per_distance() {
         }),
         max_parse_attempts: 2,
         texts: common::texts(),
+        redact: false,
     };
     let good: &'static _ = Box::leak(Box::new(good));
     let bad: &'static _ = Box::leak(Box::new(bad));
@@ -236,6 +237,7 @@ async fn unusable_simulator_answers_stop_the_simulation_and_are_counted() {
         judge: None,
         max_parse_attempts: 2,
         texts: common::texts(),
+        redact: false,
     };
     let profiles = vec![profile(&suite)];
     let results = simulate(&mut store, "r1", &setup, &profiles, 2, 0).await.unwrap();

@@ -254,6 +254,7 @@ pub async fn assess(
             judge: handle,
             max_parse_attempts: settings.max_parse_attempts,
             texts,
+            redact: spec.redact,
         };
         simulate(store, run_id, &setup, &profiles, sim_spec.n, judge_spec.map_or(0, |j| j.seed)).await?;
     }
@@ -275,6 +276,7 @@ pub async fn assess(
             companion_prices: spec.prices,
             judge: handle,
             texts,
+            redact: spec.redact,
         };
         memory_run(store, run_id, &setup, &memory, mem_spec).await?;
     }

@@ -167,7 +167,10 @@ fn export_memory(store: &Store, run_id: &str, dir: &Path, redact_texts: bool) ->
     }
     if redact_texts {
         for a in &mut answers {
-            a.reply = a.reply.as_deref().map(redact);
+            // The judge's reason and the fact it called invented may quote the reply.
+            for text in [&mut a.reply, &mut a.judge_reason, &mut a.judge_invented_fact] {
+                *text = text.as_deref().map(redact);
+            }
         }
         for n in &mut notes {
             n.answer = n.answer.as_deref().map(redact);
