@@ -115,6 +115,7 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
     let restarted = store.begin_judge_session(run_id, SessionKind::Rubric, &name, &settings, &hash)?;
     let done = store.judged_items(run_id, &name)?;
     let (mut judged_now, mut input_tokens, mut output_tokens) = (0, 0, 0);
+    let concurrency = judge.model.max_concurrency().max(1);
     // A page of items at a time: a sweep judges several runs at once, and a run's prompts are
     // most of its bytes.
     let mut after = None;
@@ -131,18 +132,7 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
                     item.scenario_id, item.task
                 ))
             })?;
-            let mut row = JudgeScore {
-                scenario_id: item.scenario_id.clone(),
-                task: item.task.clone(),
-                family,
-                outcome: JudgeOutcome::GenerationFailed,
-                scores: None,
-                mean: None,
-                reason: None,
-                attempts: 0,
-                raw: None,
-                error: None,
-            };
+            let mut row = JudgeScore::new(&item.scenario_id, &item.task, family, JudgeOutcome::GenerationFailed);
             match &record.generation {
                 Some(g) if g.status == GenerationStatus::Generated => {
                     let text = g.text.clone().unwrap_or_default();
@@ -163,7 +153,6 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
             }
         }
         judged_now += work.len();
-        let concurrency = judge.model.max_concurrency().max(1);
         let mut stream = futures_util::stream::iter(work.into_iter().map(|(item, family, text)| async move {
             let lang = item.lang;
             let texts = judge.texts.lang(lang);
@@ -178,16 +167,9 @@ pub async fn judge_run(store: &mut Store, run_id: &str, judge: JudgeHandle<'_>) 
             output_tokens += asked.output_tokens;
             judge.record(store, run_id, Purpose::Rubric, asked.usage())?;
             let mut row = JudgeScore {
-                scenario_id: item.scenario_id.clone(),
-                task: item.task.clone(),
-                family,
-                outcome: JudgeOutcome::Scored,
-                scores: None,
-                mean: None,
-                reason: None,
                 attempts: asked.attempts,
                 raw: asked.raw,
-                error: None,
+                ..JudgeScore::new(&item.scenario_id, &item.task, family, JudgeOutcome::Scored)
             };
             match asked.result {
                 Ok(a) => {

@@ -44,8 +44,9 @@ pub struct MemorySetup<'a> {
     /// Reads each reply against the whole history; without it only the rules decide.
     pub judge: Option<JudgeHandle<'a>>,
     pub texts: &'a JudgeTexts,
-    /// `run --redact`: personal data masked in each reply, note and error as it arrives, before
-    /// the rules and the judge read it (as answers are scored on their masked text).
+    /// `run --redact`: personal data masked in each reply and note as it arrives, before the rules,
+    /// the judge or a later probe read it (as answers are scored on their masked text), and in
+    /// every text stored with them.
     pub redact: bool,
 }
 
@@ -274,7 +275,7 @@ pub async fn memory_run(
         }))
         .buffer_unordered(concurrency);
         while let Some((u, session, result)) = stream.next().await {
-            let note = match result {
+            let mut note = match result {
                 Ok(resp) => {
                     let usage = CallUsage::answer(resp.input_tokens, resp.output_tokens);
                     let row = UsageRow {
@@ -298,9 +299,12 @@ pub async fn memory_run(
                     answer: None,
                     memories: 0,
                     format_error: None,
-                    error: Some(mask(e.to_string())),
+                    error: Some(e.to_string()),
                 },
             };
+            if setup.redact {
+                note.redact_texts();
+            }
             store.put_memory_note(run_id, &note)?;
             counts.notes += 1;
             let list = notes.entry(u.to_string()).or_default();
@@ -407,7 +411,7 @@ pub async fn memory_run(
                             }
                             Err(e) => {
                                 a.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-                                a.error = Some(mask(e.to_string()));
+                                a.error = Some(e.to_string());
                             }
                         }
                     }
@@ -425,13 +429,13 @@ pub async fn memory_run(
                     match &asked.result {
                         Ok(v) => {
                             answer.judge_score = Some(f64::from(v.score));
-                            answer.judge_reason = Some(mask(v.reason.clone()));
-                            answer.judge_invented_fact = v.invented.then(|| mask(v.invented_fact.clone()));
+                            answer.judge_reason = Some(v.reason.clone());
+                            answer.judge_invented_fact = v.invented.then(|| v.invented_fact.clone());
                             answer.judge_failure = None;
                             answer.invented = Some(v.invented);
                             answer.invented_by = Some(InventedBy::Judge);
                         }
-                        Err(f) => answer.judge_failure = Some(mask(f.message())),
+                        Err(f) => answer.judge_failure = Some(f.message()),
                     }
                     judged = Some(asked.usage());
                 }
@@ -442,7 +446,7 @@ pub async fn memory_run(
     }))
     .buffer_unordered(concurrency);
     while let Some(done) = stream.next().await {
-        let (answer, usage, judged) = done?;
+        let (mut answer, usage, judged) = done?;
         match usage {
             Some(usage) => {
                 counts.asked += 1;
@@ -460,6 +464,9 @@ pub async fn memory_run(
         }
         if let (Some(j), Some(usage)) = (&setup.judge, judged) {
             j.record(store, run_id, Purpose::Memory, usage)?;
+        }
+        if setup.redact {
+            answer.redact_texts();
         }
         store.put_memory_answer(run_id, &answer)?;
     }

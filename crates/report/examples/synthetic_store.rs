@@ -286,18 +286,8 @@ fn add_assessments(
         let family = h2htalk_data::Family::of_group(&item.task).ok_or("a sub-task has a family")?;
         let criteria = texts.lang(item.lang).criteria(family);
         let draw = rng.f64();
-        let mut row = JudgeScore {
-            scenario_id: item.scenario_id.clone(),
-            task: item.task.clone(),
-            family,
-            outcome: JudgeOutcome::Scored,
-            scores: None,
-            mean: None,
-            reason: None,
-            attempts: 1,
-            raw: None,
-            error: None,
-        };
+        let mut row =
+            JudgeScore { attempts: 1, ..JudgeScore::new(&item.scenario_id, &item.task, family, JudgeOutcome::Scored) };
         if answer.trim().is_empty() {
             row.outcome = JudgeOutcome::EmptyAnswer;
         } else if draw < 0.02 {

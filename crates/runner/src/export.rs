@@ -17,7 +17,7 @@ use std::path::Path;
 
 use h2htalk_data::Task;
 use h2htalk_data::redact::redact;
-use h2htalk_store::{GenerationStatus, Store};
+use h2htalk_store::{GenerationStatus, MemoryAnswer, MemoryNote, Store};
 use serde_json::json;
 
 use crate::{Result, RunError};
@@ -166,30 +166,20 @@ fn export_memory(store: &Store, run_id: &str, dir: &Path, redact_texts: bool) ->
         return Ok((0, 0));
     }
     if redact_texts {
-        for a in &mut answers {
-            // The judge's reason and the fact it called invented may quote the reply.
-            for text in [&mut a.reply, &mut a.judge_reason, &mut a.judge_invented_fact] {
-                *text = text.as_deref().map(redact);
-            }
-        }
-        for n in &mut notes {
-            n.answer = n.answer.as_deref().map(redact);
-        }
+        answers.iter_mut().for_each(MemoryAnswer::redact_texts);
+        notes.iter_mut().for_each(MemoryNote::redact_texts);
     }
     std::fs::create_dir_all(dir).map_err(|e| RunError::Usage(format!("{}: {e}", dir.display())))?;
-    let lines = |rows: Vec<serde_json::Value>| rows.iter().map(|r| r.to_string() + "\n").collect::<String>();
-    let json = |v: serde_json::Result<serde_json::Value>| v.expect("memory rows serialise");
-    write_atomically(
-        &dir.join("answers.jsonl"),
-        lines(answers.iter().map(|a| json(serde_json::to_value(a))).collect()).as_bytes(),
-    )?;
+    write_atomically(&dir.join("answers.jsonl"), jsonl(&answers).as_bytes())?;
     if !notes.is_empty() {
-        write_atomically(
-            &dir.join("notes.jsonl"),
-            lines(notes.iter().map(|n| json(serde_json::to_value(n))).collect()).as_bytes(),
-        )?;
+        write_atomically(&dir.join("notes.jsonl"), jsonl(&notes).as_bytes())?;
     }
     Ok((answers.len(), notes.len()))
+}
+
+/// One JSON line per row.
+fn jsonl<T: serde::Serialize>(rows: &[T]) -> String {
+    rows.iter().map(|r| serde_json::to_string(r).expect("stored rows serialise") + "\n").collect()
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, so that a failure

@@ -4,6 +4,7 @@
 //! of a user's history (`memory_notes`). Added within schema 3 (created on open when missing; a
 //! store without them holds no memory results).
 
+use h2htalk_data::redact::redact;
 use h2htalk_data::suite::Lang;
 use h2htalk_data::suite::memory::ProbeType;
 use rusqlite::params;
@@ -122,7 +123,31 @@ pub struct MemoryAnswer {
     pub created_at: String,
 }
 
+impl MemoryNote {
+    /// Masks personal data ([`h2htalk_data::redact`]) in the note's texts (`--redact`).
+    pub fn redact_texts(&mut self) {
+        for text in [&mut self.answer, &mut self.format_error, &mut self.error] {
+            *text = text.as_deref().map(redact);
+        }
+    }
+}
+
 impl MemoryAnswer {
+    /// Masks personal data ([`h2htalk_data::redact`]) in every text of the reply's row: the reply,
+    /// its error and the judge's reason, invented fact and failure (`--redact`).
+    pub fn redact_texts(&mut self) {
+        let texts = [
+            &mut self.reply,
+            &mut self.error,
+            &mut self.judge_reason,
+            &mut self.judge_invented_fact,
+            &mut self.judge_failure,
+        ];
+        for text in texts {
+            *text = text.as_deref().map(redact);
+        }
+    }
+
     /// Correct by the rules: an abstention probe abstained; any other holds every key fact.
     /// `None` when the call failed.
     pub fn correct(&self) -> Option<bool> {

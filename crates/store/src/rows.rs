@@ -192,6 +192,25 @@ pub struct JudgeScore {
     pub error: Option<String>,
 }
 
+impl JudgeScore {
+    /// A judgment of `outcome` with nothing else recorded yet (no scores, reason, answer or
+    /// error; no attempt).
+    pub fn new(scenario_id: &str, task: &str, family: Family, outcome: JudgeOutcome) -> JudgeScore {
+        JudgeScore {
+            scenario_id: scenario_id.into(),
+            task: task.into(),
+            family,
+            outcome,
+            scores: None,
+            mean: None,
+            reason: None,
+            attempts: 0,
+            raw: None,
+            error: None,
+        }
+    }
+}
+
 /// One format check of one item.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FormatCheck {
